@@ -1,0 +1,214 @@
+package safetensors
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"io"
+	"math/bits"
+	"os"
+	"slices"
+)
+
+// MaxHeaderSize is the largest header the reference implementation accepts.
+const MaxHeaderSize = 100_000_000
+
+// TensorInfo describes one tensor of a file: its header entry.
+type TensorInfo struct {
+	Name        string
+	DType       DType
+	Shape       []uint64
+	DataOffsets [2]uint64 // [begin, end) relative to the start of the data section
+}
+
+// NumElements is the product of the shape (1 for a scalar). ok is false when
+// the product overflows 64 bits.
+func (t TensorInfo) NumElements() (n uint64, ok bool) {
+	n = 1
+	for _, d := range t.Shape {
+		hi, lo := bits.Mul64(n, d)
+		if hi != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
+}
+
+// Size is the length of the tensor's data in bytes, from its offsets.
+func (t TensorInfo) Size() uint64 { return t.DataOffsets[1] - t.DataOffsets[0] }
+
+// A File is an open safetensors file: its parsed header and access to the
+// tensors' bytes. Only the header is read when the file is opened.
+type File struct {
+	// HeaderSize is the length N of the JSON header, from the first 8 bytes.
+	HeaderSize uint64
+	// Size is the length of the whole file.
+	Size int64
+	// Metadata is the header's "__metadata__" object (nil when absent or null).
+	Metadata map[string]string
+	// Tensors lists the header's tensors in header order.
+	Tensors []TensorInfo
+	// Duplicates lists tensor names that the header gives more than once;
+	// like the reference, Tensors keeps the last entry of each.
+	Duplicates []string
+
+	r      io.ReaderAt
+	closer io.Closer
+	index  map[string]int
+}
+
+// DataOffset is the file offset where the data section starts.
+func (f *File) DataOffset() int64 { return 8 + int64(f.HeaderSize) }
+
+// Tensor returns the tensor with the given name.
+func (f *File) Tensor(name string) (TensorInfo, bool) {
+	if f.index == nil {
+		f.index = make(map[string]int, len(f.Tensors))
+		for i, t := range f.Tensors {
+			f.index[t.Name] = i
+		}
+	}
+	i, ok := f.index[name]
+	if !ok {
+		return TensorInfo{}, false
+	}
+	return f.Tensors[i], true
+}
+
+// Section returns a reader over the bytes of t.
+func (f *File) Section(t TensorInfo) *io.SectionReader {
+	return io.NewSectionReader(f.r, f.DataOffset()+int64(t.DataOffsets[0]), int64(t.Size()))
+}
+
+// Close closes the file if it was opened with Open.
+func (f *File) Close() error {
+	if f.closer != nil {
+		return f.closer.Close()
+	}
+	return nil
+}
+
+// Open opens the named file read-only and reads its header. See NewFile for
+// what it returns on a malformed file.
+func Open(name string) (*File, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	f, err := NewFile(fh, st.Size())
+	if f != nil {
+		f.closer = fh
+	} else {
+		fh.Close()
+	}
+	return f, err
+}
+
+// lfsPointer starts every Git LFS pointer file; a checkout without `git lfs
+// pull` leaves these in place of the weights.
+var lfsPointer = []byte("version https://git-lfs.github.com/spec/")
+
+// NewFile reads the header of the safetensors data in r, which is size bytes
+// long, and validates it exactly as the reference implementation does. Errors
+// are *FormatError values whose Kind is the reference's error kind.
+//
+// When the header parses but its layout is invalid (an offset, size or length
+// error), NewFile returns the File together with the error, so that callers
+// can still look at its tensors. Otherwise a non-nil error means a nil File.
+func NewFile(r io.ReaderAt, size int64) (*File, error) {
+	if size < 8 {
+		return nil, formatErr(HeaderTooSmall, -1, "", "file is %d bytes, shorter than the 8-byte header length", size)
+	}
+	var prefix [8]byte
+	if _, err := r.ReadAt(prefix[:], 0); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(prefix[:])
+	if n > MaxHeaderSize {
+		if isLFSPointer(r, size) {
+			return nil, formatErr(HeaderTooLarge, 0, "", "file is a Git LFS pointer, not the weights (run `git lfs pull`)")
+		}
+		return nil, formatErr(HeaderTooLarge, 0, "", "header length %d exceeds the limit of %d", n, MaxHeaderSize)
+	}
+	if n > uint64(size)-8 {
+		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %d runs past the end of the %d-byte file", n, size)
+	}
+	buf := make([]byte, n) // n <= min(MaxHeaderSize, size-8)
+	if _, err := r.ReadAt(buf, 8); err != nil {
+		return nil, err
+	}
+	h, err := parseHeader(buf, 8)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{
+		HeaderSize: n,
+		Size:       size,
+		Metadata:   h.metadata,
+		Tensors:    h.tensors,
+		Duplicates: h.duplicates,
+		r:          r,
+	}
+	return f, f.validateLayout()
+}
+
+func isLFSPointer(r io.ReaderAt, size int64) bool {
+	buf := make([]byte, len(lfsPointer))
+	if size < int64(len(buf)) {
+		return false
+	}
+	_, err := r.ReadAt(buf, 0)
+	return err == nil && bytes.Equal(buf, lfsPointer)
+}
+
+// validateLayout is the reference's Metadata::validate plus its final length
+// check: sorted by offsets, the tensors must tile the data section exactly.
+func (f *File) validateLayout() error {
+	order := make([]int, len(f.Tensors))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		oa, ob := f.Tensors[a].DataOffsets, f.Tensors[b].DataOffsets
+		return cmp.Or(cmp.Compare(oa[0], ob[0]), cmp.Compare(oa[1], ob[1]))
+	})
+	dataStart := f.DataOffset()
+	var cursor uint64
+	for _, i := range order {
+		t := f.Tensors[i]
+		begin, end := t.DataOffsets[0], t.DataOffsets[1]
+		if begin != cursor || end < begin {
+			return formatErr(InvalidOffset, dataStart+int64(min(begin, uint64(f.Size))), t.Name,
+				"data_offsets [%d, %d] do not start where the previous tensor ends (%d)", begin, end, cursor)
+		}
+		cursor = end
+		n, ok := t.NumElements()
+		var hi, nbits uint64
+		if ok {
+			hi, nbits = bits.Mul64(n, uint64(t.DType.Bits()))
+		}
+		if !ok || hi != 0 {
+			return formatErr(ValidationOverflow, -1, t.Name, "shape %v of %s overflows", t.Shape, t.DType)
+		}
+		if nbits%8 != 0 {
+			return formatErr(MisalignedSlice, -1, t.Name, "%d elements of %d-bit %s do not fill whole bytes", n, t.DType.Bits(), t.DType)
+		}
+		if end-begin != nbits/8 {
+			return formatErr(TensorInvalidInfo, -1, t.Name, "shape %v of %s needs %d bytes, data_offsets span %d", t.Shape, t.DType, nbits/8, end-begin)
+		}
+	}
+	if data := uint64(f.Size) - uint64(dataStart); cursor != data {
+		msg := "tensors end at data byte %d but the file has %d data bytes (truncated)"
+		if cursor < data {
+			msg = "tensors end at data byte %d but the file has %d data bytes (trailing bytes)"
+		}
+		return formatErr(MetadataIncompleteBuffer, -1, "", msg, cursor, data)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package verify
+
+import "github.com/ckptcheck/ckptcheck/safetensors"
+
+// Finding codes. The reference implementation's error kinds are the codes of
+// safetensors.ErrorKind; the rest are ckptcheck's own. Codes are stable:
+// pipelines match on them.
+const (
+	CodeShardUnreadable          = "shard_unreadable"
+	CodeDuplicateKey             = "duplicate_key"
+	CodeUnalignedData            = "unaligned_data"
+	CodeIndexKeyNotInShard       = "index_key_not_in_shard"
+	CodeShardKeyNotInIndex       = "shard_key_not_in_index"
+	CodeDuplicateKeyAcrossShards = "duplicate_key_across_shards"
+	CodeIndexTotalSizeMismatch   = "index_total_size_mismatch"
+	CodeUnreferencedShard        = "unreferenced_shard"
+	CodeConfigInvalid            = "config_invalid"
+	CodeConfigMismatch           = "config_mismatch"
+)
+
+// A CodeDoc documents one finding code.
+type CodeDoc struct {
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Doc      string   `json:"doc"`
+}
+
+// Codes lists every finding code with its usual severity and a line of
+// documentation, in the order `ckptcheck codes` prints them.
+var Codes = []CodeDoc{
+	{safetensors.HeaderTooSmall.String(), Error, "file shorter than the 8-byte header length"},
+	{safetensors.HeaderTooLarge.String(), Error, "header length above 100,000,000 bytes (or a Git LFS pointer in place of the file)"},
+	{safetensors.InvalidHeaderLength.String(), Error, "8 + header length runs past the end of the file"},
+	{safetensors.InvalidHeader.String(), Error, "header is not valid UTF-8"},
+	{safetensors.InvalidHeaderDeserialization.String(), Error, "header is not strict JSON of the safetensors shape (syntax, unknown dtype, missing or bad field, ...)"},
+	{safetensors.InvalidOffset.String(), Error, "tensor data_offsets leave a gap, overlap, or end before they begin"},
+	{safetensors.ValidationOverflow.String(), Error, "shape product times dtype bits overflows 64 bits"},
+	{safetensors.MisalignedSlice.String(), Error, "tensor of a sub-byte dtype does not fill whole bytes"},
+	{safetensors.TensorInvalidInfo.String(), Error, "data_offsets span differs from shape x dtype size"},
+	{safetensors.MetadataIncompleteBuffer.String(), Error, "tensors do not end where the file ends (truncated file or trailing bytes)"},
+	{CodeShardUnreadable, Error, "a shard could not be read (permissions, I/O error)"},
+	{safetensors.IndexInvalid.String(), Error, "index.json is not JSON, has no weight_map, or maps to non-strings"},
+	{safetensors.IndexUnsafePath.String(), Error, "index names a shard that is absolute, leaves the directory, or is not .safetensors (never opened)"},
+	{safetensors.IndexMissingShard.String(), Error, "index names a shard that does not exist"},
+	{CodeIndexKeyNotInShard, Error, "index maps a tensor to a shard whose header lacks it"},
+	{CodeShardKeyNotInIndex, Error, "a shard holds a tensor the index does not map to it"},
+	{CodeDuplicateKeyAcrossShards, Error, "the same tensor name is stored in more than one shard"},
+	{CodeDuplicateKey, Warning, "a tensor name appears twice in one header; the reference silently keeps the last"},
+	{CodeUnalignedData, Warning, "header length not a multiple of 8, or a tensor not aligned to its element size"},
+	{CodeIndexTotalSizeMismatch, Warning, "index metadata.total_size differs from the sum of tensor bytes"},
+	{CodeUnreferencedShard, Warning, "a .safetensors file beside the index that the index does not name"},
+	{CodeConfigInvalid, Warning, "config.json exists but is not a JSON object"},
+	{CodeConfigMismatch, Warning, "config.json disagrees with the tensors (vocab/hidden size, layer count, dtype)"},
+}

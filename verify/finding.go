@@ -1,0 +1,77 @@
+package verify
+
+import "fmt"
+
+// Severity orders findings; --fail-on compares against it.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+	Error
+	// Never is a threshold above every severity: --fail-on never.
+	Never
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	case Never:
+		return "never"
+	}
+	return fmt.Sprintf("Severity(%d)", int(s))
+}
+
+// ParseSeverity parses "info", "warning", "error" or "never".
+func ParseSeverity(s string) (Severity, error) {
+	for _, sev := range []Severity{Info, Warning, Error, Never} {
+		if sev.String() == s {
+			return sev, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want error, warning, info or never)", s)
+}
+
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	*s = v
+	return err
+}
+
+// A Finding is one thing a check found: a stable code, a severity, where
+// (the tensor key in HF naming, the file, the side of a diff) and a one-line
+// message, with details where they help.
+type Finding struct {
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Side     string   `json:"side,omitempty"` // "published" or "exported" in a diff
+	Key      string   `json:"key,omitempty"`
+	File     string   `json:"file,omitempty"`
+	Message  string   `json:"message"`
+
+	Published any `json:"published,omitempty"`
+	Exported  any `json:"exported,omitempty"`
+	Expected  any `json:"expected,omitempty"`
+	Got       any `json:"got,omitempty"`
+}
+
+func (f Finding) String() string {
+	s := f.Severity.String() + " " + f.Code
+	if f.Side != "" {
+		s += " [" + f.Side + "]"
+	}
+	if f.File != "" {
+		s += " " + f.File
+	}
+	if f.Key != "" {
+		s += " " + quoteName(f.Key)
+	}
+	return s + ": " + f.Message
+}
