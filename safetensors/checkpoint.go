@@ -111,38 +111,58 @@ func OpenCheckpoint(path string) (*Checkpoint, error) {
 	}
 	c.Config = readConfig(filepath.Join(c.Dir, "config.json"))
 
-	var names []string
-	switch {
-	case indexPath != "":
-		c.Index = readIndex(indexPath)
-		if c.Index.Err == nil {
-			names = c.Index.shardNames()
-			break
+	if indexPath == "" {
+		names := []string{filepath.Base(resolved)}
+		if st.IsDir() {
+			if names, err = globShards(c.Dir); err != nil {
+				return nil, err
+			}
+			if len(names) == 0 {
+				return nil, fmt.Errorf("%s: no *.safetensors files and no index", resolved)
+			}
 		}
-		fallthrough
-	case st.IsDir():
-		if names, err = globShards(c.Dir); err != nil {
-			return nil, err
-		}
-		if len(names) == 0 && c.Index == nil {
-			return nil, fmt.Errorf("%s: no *.safetensors files and no index", resolved)
-		}
-	default:
-		names = []string{filepath.Base(resolved)}
+		c.Shards = openShards(c.Dir, names)
+		return c, nil
 	}
-	c.Shards = openShards(c.Dir, names)
-	if c.Index != nil && c.Index.Err == nil {
-		all, err := globShards(c.Dir)
-		if err != nil {
-			return nil, err
+
+	// Read the headers of the folder's shards while the index parses: on
+	// large MoE checkpoints the two take about as long.
+	inDir, err := globShards(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan []*Shard, 1)
+	go func() { done <- openShards(c.Dir, inDir) }()
+	c.Index = readIndex(indexPath)
+	opened := <-done
+	if c.Index.Err != nil {
+		c.Shards = opened // fall back to the folder's files
+		return c, nil
+	}
+	names := c.Index.shardNames()
+	byName := make(map[string]*Shard, len(opened))
+	for _, s := range opened {
+		byName[s.Name] = s
+	}
+	var rest []string
+	for _, n := range names {
+		if byName[n] == nil {
+			rest = append(rest, n)
 		}
-		referenced := make(map[string]bool, len(names))
-		for _, n := range names {
-			referenced[filepath.Clean(n)] = true
-		}
-		for _, n := range all {
-			if !referenced[n] {
-				c.Unreferenced = append(c.Unreferenced, n)
+	}
+	for _, s := range openShards(c.Dir, rest) {
+		byName[s.Name] = s
+	}
+	referenced := make(map[string]bool, len(names))
+	for _, n := range names {
+		c.Shards = append(c.Shards, byName[n])
+		referenced[filepath.Clean(n)] = true
+	}
+	for _, s := range opened {
+		if !referenced[s.Name] {
+			c.Unreferenced = append(c.Unreferenced, s.Name)
+			if s.File != nil {
+				s.File.Close()
 			}
 		}
 	}
@@ -169,6 +189,18 @@ func (c *Checkpoint) NumTensors() int {
 		}
 	}
 	return n
+}
+
+// Tensor finds a tensor in the first shard that has it.
+func (c *Checkpoint) Tensor(name string) (TensorInfo, bool) {
+	for _, s := range c.Shards {
+		if s.File != nil {
+			if t, ok := s.File.Tensor(name); ok {
+				return t, true
+			}
+		}
+	}
+	return TensorInfo{}, false
 }
 
 func findIndex(dir string) (string, error) {
@@ -258,11 +290,31 @@ func readJSONFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxJSONFile+1))
-	if err == nil && len(b) > maxJSONFile {
-		err = fmt.Errorf("larger than %d bytes", maxJSONFile)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	return b, err
+	if st.Size() > maxJSONFile {
+		return nil, fmt.Errorf("larger than %d bytes", maxJSONFile)
+	}
+	// Sized by the file's length (bounded above), not grown by doubling.
+	b := make([]byte, 0, st.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			if len(b) > maxJSONFile {
+				return nil, fmt.Errorf("larger than %d bytes", maxJSONFile)
+			}
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func readIndex(path string) *Index {
@@ -276,28 +328,25 @@ func readIndex(path string) *Index {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	var raw struct {
-		Metadata  map[string]any             `json:"metadata"`
-		WeightMap map[string]json.RawMessage `json:"weight_map"`
+	return parseIndex(idx, b)
+}
+
+// parseIndex fills idx from the index file's bytes.
+func parseIndex(idx *Index, b []byte) *Index {
+	invalid := func(format string, args ...any) *Index {
+		idx.Err = &FormatError{Kind: IndexInvalid, Offset: -1, Msg: fmt.Sprintf(format, args...)}
+		idx.WeightMap = nil
+		return idx
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return invalid("not a JSON index: %v", err)
+	wm, total, err := parseIndexJSON(b)
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		return invalid("not a JSON index: %s (at byte %d)", fe.Msg, fe.Offset)
 	}
-	if raw.WeightMap == nil {
-		return invalid("no weight_map object")
+	if err != nil {
+		return invalid("%v", err)
 	}
-	idx.WeightMap = make(map[string]string, len(raw.WeightMap))
-	for k, v := range raw.WeightMap {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return invalid("weight_map value for %q is not a string", k)
-		}
-		idx.WeightMap[k] = s
-	}
-	if ts, ok := raw.Metadata["total_size"].(float64); ok && ts >= 0 && ts < 1<<63 {
-		n := uint64(ts)
-		idx.TotalSize = &n
-	}
+	idx.WeightMap, idx.TotalSize = wm, total
 	return idx
 }
 
@@ -324,6 +373,11 @@ func readConfig(path string) *Config {
 		c.Err = err
 		return c
 	}
+	return parseConfig(c, b)
+}
+
+// parseConfig fills c from config.json's bytes.
+func parseConfig(c *Config, b []byte) *Config {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		c.Err = fmt.Errorf("not a JSON object: %v", err)

@@ -126,7 +126,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, formatErr(HeaderTooSmall, -1, "", "file is %d bytes, shorter than the 8-byte header length", size)
 	}
 	var prefix [8]byte
-	if _, err := r.ReadAt(prefix[:], 0); err != nil {
+	if err := readFull(r, prefix[:], 0); err != nil {
 		return nil, err
 	}
 	n := binary.LittleEndian.Uint64(prefix[:])
@@ -140,7 +140,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %d runs past the end of the %d-byte file", n, size)
 	}
 	buf := make([]byte, n) // n <= min(MaxHeaderSize, size-8)
-	if _, err := r.ReadAt(buf, 8); err != nil {
+	if err := readFull(r, buf, 8); err != nil {
 		return nil, err
 	}
 	h, err := parseHeader(buf, 8)
@@ -154,8 +154,25 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		Tensors:    h.tensors,
 		Duplicates: h.duplicates,
 		r:          r,
+		index:      h.index,
 	}
 	return f, f.validateLayout()
+}
+
+// readFull reads len(buf) bytes at off; io.ReaderAt may report io.EOF
+// along with a full read at the end of the input.
+func readFull(r io.ReaderAt, buf []byte, off int64) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	n, err := r.ReadAt(buf, off)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 func isLFSPointer(r io.ReaderAt, size int64) bool {
@@ -163,8 +180,7 @@ func isLFSPointer(r io.ReaderAt, size int64) bool {
 	if size < int64(len(buf)) {
 		return false
 	}
-	_, err := r.ReadAt(buf, 0)
-	return err == nil && bytes.Equal(buf, lfsPointer)
+	return readFull(r, buf, 0) == nil && bytes.Equal(buf, lfsPointer)
 }
 
 // validateLayout is the reference's Metadata::validate plus its final length

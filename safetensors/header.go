@@ -1,9 +1,12 @@
 package safetensors
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxDepth is serde_json's recursion limit: the reference rejects a header
@@ -14,7 +17,8 @@ const maxDepth = 128
 type header struct {
 	metadata   map[string]string
 	tensors    []TensorInfo // in header order; a repeated name keeps its last entry
-	duplicates []string     // names given more than once, in order of repetition
+	index      map[string]int
+	duplicates []string // names given more than once, in order of repetition
 }
 
 // parseHeader parses a header with the rules of the reference implementation
@@ -25,7 +29,9 @@ func parseHeader(b []byte, base int64) (*header, error) {
 	if !utf8.Valid(b) {
 		return nil, formatErr(InvalidHeader, base, "", "header is not valid UTF-8")
 	}
-	p := &parser{b: b, base: base}
+	// Names are substrings of the header, which is never written after it is
+	// read: viewing it as a string saves a copy per header and per name.
+	p := &parser{b: b, s: unsafe.String(unsafe.SliceData(b), len(b)), base: base}
 	h, err := p.root()
 	if err != nil {
 		return nil, err
@@ -35,9 +41,11 @@ func parseHeader(b []byte, base int64) (*header, error) {
 
 type parser struct {
 	b     []byte
+	s     string // b as a string: names without escapes are substrings of it, not copies
 	i     int
 	depth int
 	base  int64
+	dims  []uint64 // backing array for shapes, so a header costs few allocations
 }
 
 func (p *parser) fail(format string, args ...any) *FormatError {
@@ -73,6 +81,72 @@ func (p *parser) expect(c byte) error {
 	}
 	p.i++
 	return nil
+}
+
+// parseIndexJSON reads an index.json: an object whose "weight_map" maps
+// tensor names to file names and whose "metadata" may hold "total_size".
+// It uses the header's strict parser, which is several times faster than
+// encoding/json on the ~20,000-entry indexes of large MoE models.
+func parseIndexJSON(b []byte) (weightMap map[string]string, totalSize *uint64, err error) {
+	if !utf8.Valid(b) {
+		return nil, nil, fmt.Errorf("not UTF-8")
+	}
+	p := &parser{b: b, s: unsafe.String(unsafe.SliceData(b), len(b))}
+	if p.peek() != '{' {
+		return nil, nil, fmt.Errorf("not a JSON object")
+	}
+	err = p.members(func(key string) error {
+		switch key {
+		case "weight_map":
+			if p.peek() != '{' {
+				return fmt.Errorf("weight_map is not an object")
+			}
+			weightMap = make(map[string]string, len(p.b)/96) // ~70 bytes an entry
+			return p.members(func(name string) error {
+				if p.peek() != '"' {
+					return fmt.Errorf("weight_map value for %q is not a string", name)
+				}
+				file, err := p.str()
+				weightMap[name] = file
+				return err
+			})
+		case "metadata":
+			if p.peek() != '{' {
+				return p.skip()
+			}
+			return p.members(func(k string) error {
+				if k != "total_size" || p.peek() < '0' || p.peek() > '9' {
+					return p.skip()
+				}
+				start := p.i
+				v, err := p.uint()
+				if err != nil { // a float total_size, as some writers emit
+					p.i = start
+					if err = p.number(); err == nil {
+						var f float64
+						if f, err = strconv.ParseFloat(string(p.b[start:p.i]), 64); err == nil && f < 1<<63 {
+							v = uint64(f)
+						}
+					}
+				}
+				totalSize = &v
+				return err
+			})
+		}
+		return p.skip()
+	})
+	if err == nil {
+		if p.ws(); p.i < len(p.b) {
+			err = fmt.Errorf("trailing characters after the object")
+		}
+	}
+	if err == nil && weightMap == nil {
+		err = fmt.Errorf("no weight_map object")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return weightMap, totalSize, nil
 }
 
 func (p *parser) enter() error {
@@ -157,8 +231,11 @@ func (p *parser) elements(fn func(n int) error) error {
 }
 
 func (p *parser) root() (*header, error) {
-	h := &header{}
-	index := make(map[string]int)
+	// About 100 header bytes per tensor; the header is already in memory,
+	// so this hint is bounded by its size.
+	h := &header{index: make(map[string]int, len(p.b)/128), tensors: make([]TensorInfo, 0, len(p.b)/128)}
+	p.dims = make([]uint64, 0, len(p.b)/64)
+	index := h.index
 	sawMetadata := false
 	if p.peek() != '{' {
 		return nil, p.fail("header is not a JSON object")
@@ -187,7 +264,7 @@ func (p *parser) root() (*header, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.peek() != 0 {
+	if p.ws(); p.i < len(p.b) {
 		return nil, p.fail("trailing characters after the header object")
 	}
 	return h, nil
@@ -284,12 +361,18 @@ func (p *parser) field(t *TensorInfo, field int) error {
 		}
 		t.DType = d
 	case 1:
-		t.Shape = []uint64{} // shape [] is a scalar, not a missing shape
-		return p.elements(func(int) error {
+		start := len(p.dims)
+		err := p.elements(func(int) error {
 			v, err := p.uint()
-			t.Shape = append(t.Shape, v)
+			p.dims = append(p.dims, v)
 			return err
 		})
+		// Shape [] is a scalar, not a missing shape: keep it non-nil.
+		t.Shape = p.dims[start:len(p.dims):len(p.dims)]
+		if t.Shape == nil {
+			t.Shape = []uint64{}
+		}
+		return err
 	case 2:
 		n := 0
 		err := p.elements(func(i int) error {
@@ -314,21 +397,25 @@ func (p *parser) field(t *TensorInfo, field int) error {
 func (p *parser) uint() (uint64, error) {
 	p.ws()
 	start := p.i
-	if err := p.number(); err != nil {
-		return 0, err
-	}
-	lit := string(p.b[start:p.i])
-	for _, c := range []byte(lit) {
-		if c < '0' || c > '9' {
-			p.i = start
-			return 0, p.fail("expected a non-negative integer, found %s", lit)
+	var v uint64
+	i := p.i
+	for ; i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9'; i++ {
+		d := uint64(p.b[i] - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, p.fail("integer out of range for 64 bits")
 		}
+		v = v*10 + d
 	}
-	v, err := strconv.ParseUint(lit, 10, 64)
-	if err != nil {
+	// Anything that is not plain digits (a sign, fraction, exponent, leading
+	// zero) is still checked as a JSON number, then rejected as not an integer.
+	if i == start || (p.b[start] == '0' && i > start+1) || (i < len(p.b) && (p.b[i] == '.' || p.b[i] == 'e' || p.b[i] == 'E')) {
+		if err := p.number(); err != nil {
+			return 0, err
+		}
 		p.i = start
-		return 0, p.fail("integer %s out of range", lit)
+		return 0, p.fail("expected a non-negative integer")
 	}
+	p.i = i
 	return v, nil
 }
 
@@ -437,7 +524,12 @@ func (p *parser) str() (string, error) {
 	for p.i < len(b) {
 		c := b[p.i]
 		if c == '"' {
-			s := string(b[start:p.i])
+			var s string
+			if p.s != "" {
+				s = p.s[start:p.i]
+			} else {
+				s = string(b[start:p.i])
+			}
 			p.i++
 			return s, nil
 		}

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -16,13 +17,63 @@ import (
 // reference implementation's errors plus duplicate_key and unaligned_data),
 // the index against the shards, and config.json against the tensors.
 func Validate(c *safetensors.Checkpoint) []Finding {
-	var out []Finding
-	for _, s := range c.Shards {
-		out = append(out, validateShard(s)...)
+	scans := make([]shardScan, len(c.Shards))
+	var wg sync.WaitGroup
+	for i, s := range c.Shards {
+		wg.Go(func() { scans[i] = scanShard(s, c.Index) })
 	}
-	out = append(out, validateIndex(c)...)
-	out = append(out, validateConfig(c)...)
+	wg.Wait()
+	var out []Finding
+	for _, sc := range scans {
+		out = append(out, sc.findings...)
+	}
+	out = append(out, validateIndex(c, scans)...)
+	out = append(out, validateConfig(c, scans)...)
 	return out
+}
+
+// A shardScan is what one pass over a shard's tensors learns; shards are
+// scanned in parallel, since an MoE checkpoint has tens of thousands.
+type shardScan struct {
+	findings []Finding
+	bytes    uint64 // data bytes of its tensors
+	matched  int    // tensors the index maps to this shard
+	strays   int    // tensors the index does not map here
+	layers   map[uint64]bool
+	params   [32]uint64 // floating-point parameters by dtype
+}
+
+func scanShard(s *safetensors.Shard, idx *safetensors.Index) shardScan {
+	sc := shardScan{findings: validateShard(s), layers: make(map[uint64]bool)}
+	if s.File == nil {
+		return sc
+	}
+	indexed := idx != nil && idx.Err == nil
+	last := ^uint64(0)
+	for _, t := range s.File.Tensors {
+		sc.bytes += t.Size()
+		if l, ok := layerIndex(t.Name); ok && l != last {
+			sc.layers[l], last = true, l
+		}
+		if n, ok := t.NumElements(); ok && t.DType.IsFloat() {
+			sc.params[t.DType] += n
+		}
+		if !indexed {
+			continue
+		}
+		want, ok := idx.WeightMap[t.Name]
+		if ok && want == s.Name {
+			sc.matched++
+			continue
+		}
+		sc.strays++
+		msg := "tensor is in this shard but not in the index's weight_map"
+		if ok {
+			msg = "tensor is in this shard but the index maps it to " + want
+		}
+		sc.findings = append(sc.findings, Finding{Code: CodeShardKeyNotInIndex, Severity: Error, File: s.Path, Key: t.Name, Message: msg})
+	}
+	return sc
 }
 
 func validateShard(s *safetensors.Shard) []Finding {
@@ -70,56 +121,59 @@ func formatMessage(fe *safetensors.FormatError) string {
 	return msg
 }
 
-func validateIndex(c *safetensors.Checkpoint) []Finding {
+func validateIndex(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 	idx := c.Index
-	if idx == nil {
-		return nil
-	}
-	if idx.Err != nil {
+	if idx != nil && idx.Err != nil {
 		var fe *safetensors.FormatError
 		errors.As(idx.Err, &fe)
-		return []Finding{{Code: safetensors.IndexInvalid.String(), Severity: Error, File: idx.Path, Message: fe.Msg + "; checked the *.safetensors files in its folder instead"}}
+		return append([]Finding{{Code: safetensors.IndexInvalid.String(), Severity: Error, File: idx.Path,
+			Message: fe.Msg + "; checked the *.safetensors files in its folder instead"}}, duplicatesAcrossShards(c.Shards)...)
+	}
+	if idx == nil {
+		return duplicatesAcrossShards(c.Shards)
 	}
 	var out []Finding
 	byName := make(map[string]*safetensors.Shard, len(c.Shards))
 	for _, s := range c.Shards {
 		byName[s.Name] = s
 	}
-	// Which shards hold each tensor.
-	holders := make(map[string][]string)
+	// Every index entry for a shard is in its header exactly when the
+	// header matched as many tensors as the index names there; only the
+	// other shards need a lookup per entry.
+	perShard := make(map[string]int, len(c.Shards))
+	for _, file := range idx.WeightMap {
+		perShard[file]++
+	}
+	short := make(map[string]bool)
 	var total uint64
-	for _, s := range c.Shards {
-		if s.File == nil {
-			continue
+	strays := false
+	for i, s := range c.Shards {
+		total += scans[i].bytes
+		strays = strays || scans[i].strays > 0
+		if s.File != nil && scans[i].matched != perShard[s.Name] {
+			short[s.Name] = true
 		}
-		for _, t := range s.File.Tensors {
-			holders[t.Name] = append(holders[t.Name], s.Name)
-			total += t.Size()
-			want, ok := idx.WeightMap[t.Name]
-			if !ok {
-				out = append(out, Finding{Code: CodeShardKeyNotInIndex, Severity: Error, File: s.Path, Key: t.Name,
-					Message: "tensor is in this shard but not in the index's weight_map"})
-			} else if want != s.Name {
-				out = append(out, Finding{Code: CodeShardKeyNotInIndex, Severity: Error, File: s.Path, Key: t.Name,
-					Message: fmt.Sprintf("tensor is in this shard but the index maps it to %s", want)})
+	}
+	var notInShard []string
+	if len(short) > 0 {
+		for key, file := range idx.WeightMap {
+			if short[file] {
+				if _, ok := byName[file].File.Tensor(key); !ok {
+					notInShard = append(notInShard, key)
+				}
 			}
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(idx.WeightMap)) {
+	slices.Sort(notInShard)
+	for _, key := range notInShard {
 		s := byName[idx.WeightMap[key]]
-		if s == nil || s.File == nil {
-			continue // the shard's own finding says why
-		}
-		if _, ok := s.File.Tensor(key); !ok {
-			out = append(out, Finding{Code: CodeIndexKeyNotInShard, Severity: Error, File: s.Path, Key: key,
-				Message: fmt.Sprintf("index maps the tensor to %s, whose header does not have it", s.Name)})
-		}
+		out = append(out, Finding{Code: CodeIndexKeyNotInShard, Severity: Error, File: s.Path, Key: key,
+			Message: fmt.Sprintf("index maps the tensor to %s, whose header does not have it", s.Name)})
 	}
-	for _, key := range slices.Sorted(maps.Keys(holders)) {
-		if h := holders[key]; len(h) > 1 {
-			out = append(out, Finding{Code: CodeDuplicateKeyAcrossShards, Severity: Error, Key: key,
-				Message: "tensor is stored in " + strings.Join(h, ", ")})
-		}
+	// A tensor stored twice is a stray in at least one shard, since the
+	// index maps a name to one shard only.
+	if strays {
+		out = append(out, duplicatesAcrossShards(c.Shards)...)
 	}
 	allOpened := !slices.ContainsFunc(c.Shards, func(s *safetensors.Shard) bool { return s.File == nil })
 	if idx.TotalSize != nil && allOpened && *idx.TotalSize != total {
@@ -128,13 +182,64 @@ func validateIndex(c *safetensors.Checkpoint) []Finding {
 			Expected: total, Got: *idx.TotalSize})
 	}
 	for _, name := range c.Unreferenced {
-		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: name,
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: filepath.Join(c.Dir, name),
 			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
 	}
 	return out
 }
 
-var layerIndex = regexp.MustCompile(`(?:^|\.)(?:layers|h|blocks|layer)\.(\d+)\.`)
+// duplicatesAcrossShards reports tensor names stored in more than one shard.
+func duplicatesAcrossShards(shards []*safetensors.Shard) []Finding {
+	if len(shards) < 2 {
+		return nil
+	}
+	holder := make(map[string]string)
+	repeated := make(map[string][]string)
+	for _, s := range shards {
+		if s.File == nil {
+			continue
+		}
+		for _, t := range s.File.Tensors {
+			first, ok := holder[t.Name]
+			if !ok {
+				holder[t.Name] = s.Name
+				continue
+			}
+			if repeated[t.Name] == nil {
+				repeated[t.Name] = []string{first}
+			}
+			repeated[t.Name] = append(repeated[t.Name], s.Name)
+		}
+	}
+	var out []Finding
+	for _, key := range slices.Sorted(maps.Keys(repeated)) {
+		out = append(out, Finding{Code: CodeDuplicateKeyAcrossShards, Severity: Error, Key: key,
+			Message: "tensor is stored in " + strings.Join(repeated[key], ", ")})
+	}
+	return out
+}
+
+// layerIndex returns the block index in a name such as
+// "model.layers.12.mlp.up_proj.weight" (also "h.", "blocks.", "layer.").
+func layerIndex(name string) (uint64, bool) {
+	for rest := name; ; {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			return 0, false
+		}
+		seg := rest[:i]
+		rest = rest[i+1:]
+		if seg != "layers" && seg != "h" && seg != "blocks" && seg != "layer" {
+			continue
+		}
+		j := strings.IndexByte(rest, '.')
+		if j <= 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(rest[:j], 10, 32)
+		return n, err == nil
+	}
+}
 
 // embeddingNames are the input embeddings of common layouts.
 var embeddingNames = []string{"model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight",
@@ -146,7 +251,7 @@ var configDTypes = map[string]safetensors.DType{
 	"float": safetensors.F32, "half": safetensors.F16, "double": safetensors.F64,
 }
 
-func validateConfig(c *safetensors.Checkpoint) []Finding {
+func validateConfig(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 	cfg := c.Config
 	if cfg == nil {
 		return nil
@@ -158,31 +263,17 @@ func validateConfig(c *safetensors.Checkpoint) []Finding {
 	mismatch := func(key, msg string, expected, got any) {
 		out = append(out, Finding{Code: CodeConfigMismatch, Severity: Warning, File: cfg.Path, Key: key, Message: msg, Expected: expected, Got: got})
 	}
-	tensors := make(map[string]safetensors.TensorInfo)
 	layers := make(map[uint64]bool)
-	paramsByDType := make(map[safetensors.DType]uint64)
-	for _, s := range c.Shards {
-		if s.File == nil {
-			continue
+	var paramsByDType [32]uint64
+	for _, sc := range scans {
+		maps.Copy(layers, sc.layers)
+		for d, n := range sc.params {
+			paramsByDType[d] += n
 		}
-		for _, t := range s.File.Tensors {
-			tensors[t.Name] = t
-			if m := layerIndex.FindStringSubmatch(t.Name); m != nil {
-				if i, err := strconv.ParseUint(m[1], 10, 32); err == nil {
-					layers[i] = true
-				}
-			}
-			if n, ok := t.NumElements(); ok && t.DType.IsFloat() {
-				paramsByDType[t.DType] += n
-			}
-		}
-	}
-	if len(tensors) == 0 {
-		return nil
 	}
 	if cfg.VocabSize > 0 && cfg.HiddenSize > 0 {
 		for _, name := range embeddingNames {
-			t, ok := tensors[name]
+			t, ok := c.Tensor(name)
 			if !ok {
 				continue
 			}
@@ -210,7 +301,7 @@ func validateConfig(c *safetensors.Checkpoint) []Finding {
 			mismatch("", fmt.Sprintf("num_hidden_layers is %d but %d layers have no tensors (first: %d)", cfg.NumHiddenLayers, len(missing), missing[0]), cfg.NumHiddenLayers, len(layers))
 		}
 	}
-	if want, ok := configDTypes[cfg.DType]; ok && !cfg.Quantized && len(paramsByDType) > 0 {
+	if want, ok := configDTypes[cfg.DType]; ok && !cfg.Quantized {
 		var dominant safetensors.DType
 		var most uint64
 		for _, d := range safetensors.DTypes() {

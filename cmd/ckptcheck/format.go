@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // quote escapes a name holding control or non-printing characters so that
@@ -61,33 +65,64 @@ func humanUnits(v float64, sep string, units []string) string {
 	return fmt.Sprintf("%.2f%s%s", v, sep, units[i])
 }
 
-// naturalCompare orders names with numbers by value: layers.2 before layers.10.
+// naturalCompare orders names with numbers by value: layers.2 before
+// layers.10. It scans the common prefix bytewise, so sorting tens of
+// thousands of similar names stays cheap.
 func naturalCompare(a, b string) int {
-	for a != "" && b != "" {
-		da, db := leadingDigits(a), leadingDigits(b)
-		if da > 0 && db > 0 {
-			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
-			if c := len(na) - len(nb); c != 0 {
-				return c
-			}
-			if c := strings.Compare(na, nb); c != 0 {
-				return c
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return int(a[0]) - int(b[0])
-		}
-		a, b = a[1:], b[1:]
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
 	}
-	return len(a) - len(b)
+	// Compare the numbers that the first difference falls in, if any.
+	start := i
+	for start > 0 && isDigit(a[start-1]) {
+		start--
+	}
+	ea, eb := digitsEnd(a, start), digitsEnd(b, start)
+	if ea > start && eb > start {
+		na, nb := strings.TrimLeft(a[start:ea], "0"), strings.TrimLeft(b[start:eb], "0")
+		if c := cmp.Or(cmp.Compare(len(na), len(nb)), strings.Compare(na, nb)); c != 0 {
+			return c
+		}
+		if c := naturalCompare(a[ea:], b[eb:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b) // equal values written differently: 01 vs 1
+	}
+	return strings.Compare(a[i:], b[i:])
 }
 
-func leadingDigits(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func digitsEnd(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
 		i++
 	}
 	return i
+}
+
+// writeTable writes rows as left-aligned columns two spaces apart. It does
+// what text/tabwriter does for this case at a fraction of the cost, which
+// matters for the 18,000-row listings of MoE checkpoints.
+func writeTable(w io.Writer, rows [][]string) error {
+	var widths []int
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, r := range rows {
+		for i, cell := range r {
+			bw.WriteString(cell)
+			if i < len(r)-1 {
+				bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
 }

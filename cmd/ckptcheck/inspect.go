@@ -42,7 +42,7 @@ func inspectCommand() *cli.Command {
 			}
 			c, err := safetensors.OpenCheckpoint(cmd.Args().First())
 			if err != nil {
-				return cli.Exit(err.Error(), exitTrouble)
+				return err
 			}
 			defer c.Close()
 			ins := newInspection(c, filter)
@@ -60,10 +60,10 @@ func inspectCommand() *cli.Command {
 				err = ins.writeText(w, rep, cmd.Bool("tree"), int(cmd.Int("depth")))
 			}
 			if err != nil {
-				return cli.Exit(err.Error(), exitTrouble)
+				return err
 			}
 			if !rep.OK {
-				return cli.Exit("", exitFindings)
+				return errFindings
 			}
 			return nil
 		},
@@ -110,7 +110,7 @@ func globMatch(pattern, name string) bool {
 }
 
 func newInspection(c *safetensors.Checkpoint, filter string) *inspection {
-	ins := &inspection{Tensors: []tensorRow{}, Totals: totals{ByDType: map[string]*dtypeTotals{}}}
+	ins := &inspection{Tensors: make([]tensorRow, 0, c.NumTensors()), Totals: totals{ByDType: map[string]*dtypeTotals{}}}
 	for _, s := range c.Shards {
 		if s.File == nil {
 			continue
@@ -146,17 +146,21 @@ func newInspection(c *safetensors.Checkpoint, filter string) *inspection {
 }
 
 func (ins *inspection) writeText(w io.Writer, rep *verify.Report, tree bool, depth int) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if tree {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		ins.tree().write(tw, "", depth)
-	} else {
-		for _, t := range ins.Tensors {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", quote(t.Name), t.DType, shapeString(t.Shape),
-				groupDigits(t.Parameters), humanBytes(t.Bytes), quote(t.File))
+		if err := tw.Flush(); err != nil {
+			return err
 		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	} else {
+		rows := make([][]string, len(ins.Tensors))
+		for i, t := range ins.Tensors {
+			rows[i] = []string{quote(t.Name), t.DType.String(), shapeString(t.Shape),
+				groupDigits(t.Parameters), humanBytes(t.Bytes), quote(t.File)}
+		}
+		if err := writeTable(w, rows); err != nil {
+			return err
+		}
 	}
 	tot := ins.Totals
 	var b strings.Builder
@@ -257,9 +261,19 @@ func (n *treeNode) merge(o *treeNode) {
 	}
 }
 
+// write prints the modules below n. Tensors themselves (the leaves:
+// "weight", "bias") are left out below the top level; their module's line
+// already counts them.
 func (n *treeNode) write(w io.Writer, indent string, depth int) {
 	for _, c := range n.Children {
-		fmt.Fprintf(w, "%s%s\t%s\t%d tensors\n", indent, quote(c.Name), humanCount(c.Parameters), c.Tensors)
+		if len(c.Children) == 0 && indent != "" {
+			continue
+		}
+		noun := "tensors"
+		if c.Tensors == 1 {
+			noun = "tensor"
+		}
+		fmt.Fprintf(w, "%s%s\t%s\t%d %s\n", indent, quote(c.Name), humanCount(c.Parameters), c.Tensors, noun)
 		if depth != 1 {
 			c.write(w, indent+"  ", max(depth-1, 0))
 		}

@@ -26,7 +26,7 @@ func validateCommand() *cli.Command {
 			for _, path := range cmd.Args().Slice() {
 				c, err := safetensors.OpenCheckpoint(path)
 				if err != nil {
-					return cli.Exit(err.Error(), exitTrouble)
+					return err
 				}
 				inputs = append(inputs, describe(c, ""))
 				findings = append(findings, verify.Validate(c)...)

@@ -1,0 +1,44 @@
+# ckptcheck: build, test, bench, fuzz, lint.
+GO      ?= go
+BIN     := bin/ckptcheck
+FUZZTIME ?= 10s
+
+.PHONY: all build test bench fuzz lint testdata clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ckptcheck
+
+# The test command the README and CI run: vet, then every test under the
+# race detector.
+test:
+	$(GO) vet ./... ./testdata/gen
+	$(GO) test -race ./...
+
+# Go benchmarks, then whole-command timings against the named baselines
+# (medians of several runs; see internal/benchrun).
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	$(GO) run ./internal/benchrun -bin $(BIN)
+
+# A short, bounded run of every fuzz target.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l . | grep -v '^testdata/[^g]' || true); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./... ./testdata/gen
+
+# Regenerate the committed example checkpoints.
+testdata:
+	$(GO) run ./testdata/gen
+
+clean:
+	rm -rf bin

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+func ckptcheck(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"ckptcheck"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func tinyCheckpoint(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "published")
+	q := fixture.Tiny
+	if err := fixture.WriteSharded(dir, q.Tensors(safetensors.BF16), 3, q.Config("bfloat16")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestExitCodes(t *testing.T) {
+	good := tinyCheckpoint(t)
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	os.WriteFile(bad, []byte("short"), 0o644)
+	warn := tinyCheckpoint(t)
+	fixture.WriteFile(filepath.Join(warn, "extra.safetensors"), nil, nil)
+
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"validate", good}, 0},
+		{[]string{"validate", bad}, 1},
+		{[]string{"validate", good, bad}, 1},
+		{[]string{"validate", warn}, 0},
+		{[]string{"validate", warn, "--fail-on", "warning"}, 1},
+		{[]string{"validate", "--fail-on", "warning", warn}, 1},
+		{[]string{"validate", bad, "--fail-on", "never"}, 0},
+		{[]string{"validate", filepath.Join(good, "nope")}, 2},
+		{[]string{"validate"}, 2},
+		{[]string{"validate", good, "--fail-on", "sometimes"}, 2},
+		{[]string{"validate", good, "--format", "xml"}, 2},
+		{[]string{"validate", good, "--no-such-flag"}, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"inspect", good}, 0},
+		{[]string{"inspect", bad}, 1},
+		{[]string{"inspect", good, good}, 2},
+		{[]string{"inspect", good, "--depth", "-1", "--tree"}, 2},
+		{[]string{"inspect", good, "--filter", "[", "--tree"}, 2},
+		{[]string{"codes"}, 0},
+	}
+	for _, tt := range tests {
+		code, _, stderr := ckptcheck(t, tt.args...)
+		if code != tt.code {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", tt.args, code, tt.code, stderr)
+		}
+		if code == 2 && (stderr == "" || strings.Count(strings.TrimSpace(stderr), "\n") > 0 && !strings.Contains(stderr, "Usage")) {
+			t.Errorf("%v: exit 2 wants a one-line error, got %q", tt.args, stderr)
+		}
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	os.WriteFile(bad, []byte("\x08\x00\x00\x00\x00\x00\x00\x00{}      x"), 0o644)
+	code, out, _ := ckptcheck(t, "validate", "--format", "json", bad)
+	var rep struct {
+		Schema   string         `json:"schema"`
+		Command  string         `json:"command"`
+		OK       bool           `json:"ok"`
+		Summary  map[string]int `json:"summary"`
+		Inputs   []struct{ Path string }
+		Findings []struct{ Code, Severity, File, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if code != 1 || rep.Schema != "ckptcheck.report/v1" || rep.Command != "validate" || rep.OK ||
+		rep.Summary["error"] != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != "metadata_incomplete_buffer" ||
+		rep.Findings[0].Severity != "error" || rep.Findings[0].File != bad || rep.Inputs[0].Path != bad {
+		t.Errorf("exit %d, report %+v", code, rep)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	dir := tinyCheckpoint(t)
+	_, out, _ := ckptcheck(t, "inspect", dir)
+	for _, want := range []string{"model.layers.3.mlp.down_proj.weight", "BF16", "[32, 64]", "46 tensors", "in 3 files", "metadata format = pt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	// Natural order: layer 2 before layer 10 would matter; here 0..3 in order.
+	if strings.Index(out, "model.layers.0.") > strings.Index(out, "model.layers.1.") {
+		t.Error("tensors not in natural order")
+	}
+	_, out, _ = ckptcheck(t, "inspect", dir, "--tree", "--depth", "2")
+	if !strings.Contains(out, "layers.{0..3}") || strings.Contains(out, "q_proj") {
+		t.Errorf("tree output:\n%s", out)
+	}
+	_, out, _ = ckptcheck(t, "inspect", dir, "--filter", "*.k_norm.weight", "--format", "json", "--tree")
+	var ins struct {
+		Schema  string
+		Tensors []struct {
+			Name       string
+			DType      string
+			Parameters uint64
+		}
+		Totals struct {
+			Tensors    int
+			Parameters uint64
+			ByDType    map[string]struct{ Tensors int } `json:"by_dtype"`
+		}
+		Tree *struct{ Parameters uint64 }
+	}
+	if err := json.Unmarshal([]byte(out), &ins); err != nil {
+		t.Fatal(err)
+	}
+	if ins.Schema != "ckptcheck.report/v1" || len(ins.Tensors) != 4 || ins.Totals.Parameters != 32 || ins.Totals.ByDType["BF16"].Tensors != 4 || ins.Tree == nil || ins.Tree.Parameters != 32 {
+		t.Errorf("%+v", ins)
+	}
+}
+
+func TestControlCharactersEscaped(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "evil.safetensors")
+	fixture.WriteFile(p, []safetensors.Tensor{{Name: "a\x1b[2Jb", DType: safetensors.U8, Shape: []uint64{1}, Data: []byte{0}}}, nil)
+	_, out, _ := ckptcheck(t, "inspect", p)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `a\x1b[2Jb`) {
+		t.Errorf("escape sequence reached the output: %q", out)
+	}
+}
+
+func TestCodesListed(t *testing.T) {
+	_, out, _ := ckptcheck(t, "codes")
+	for _, c := range []string{"header_too_small", "metadata_incomplete_buffer", "index_unsafe_path", "config_mismatch"} {
+		if !strings.Contains(out, c) {
+			t.Errorf("codes output lacks %s", c)
+		}
+	}
+}
+
+var writeExample = fixture.WriteExample

@@ -1,0 +1,90 @@
+package verify
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+
+	nlp "github.com/nlpodyssey/safetensors"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+var (
+	moeOnce sync.Once
+	moeDir  string
+	moeErr  error
+)
+
+// moeCheckpoint writes the Qwen3-30B-A3B-shaped sparse checkpoint (16 shards,
+// 18,867 tensors, 61 GB of holes) once per benchmark run.
+func moeCheckpoint(b *testing.B) string {
+	moeOnce.Do(func() {
+		moeDir, moeErr = os.MkdirTemp("", "ckptcheck-bench-moe-")
+		if moeErr == nil {
+			moeErr = fixture.WriteSparse(moeDir, fixture.Qwen3MoE30B, safetensors.BF16, 16)
+		}
+	})
+	if moeErr != nil {
+		b.Fatal(moeErr)
+	}
+	return moeDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if moeDir != "" {
+		os.RemoveAll(moeDir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkValidateMoE is `ckptcheck validate` without the printing.
+func BenchmarkValidateMoE(b *testing.B) {
+	dir := moeCheckpoint(b)
+	for b.Loop() {
+		c, err := safetensors.OpenCheckpoint(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fs := Validate(c); len(fs) != 0 {
+			b.Fatal(fs)
+		}
+		c.Close()
+	}
+}
+
+// BenchmarkValidateMoENlpodyssey is the baseline: the same shards parsed by
+// nlpodyssey/safetensors, which needs the whole file as a byte slice (mapped
+// here, so only the header pages are touched).
+func BenchmarkValidateMoENlpodyssey(b *testing.B) {
+	dir := moeCheckpoint(b)
+	shards, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	for b.Loop() {
+		n := 0
+		for _, p := range shards {
+			f, err := os.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, _ := f.Stat()
+			data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st2, err := nlp.Deserialize(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += st2.Len()
+			syscall.Munmap(data)
+			f.Close()
+		}
+		if n != 18867 {
+			b.Fatalf("%d tensors", n)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package verify
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// published writes the tiny Qwen3 fixture as 3 BF16 shards with an index
+// and config, and returns its directory.
+func published(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "published")
+	q := fixture.Tiny
+	if err := fixture.WriteSharded(dir, q.Tensors(safetensors.BF16), 3, q.Config("bfloat16")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func validatePath(t *testing.T, path string) []Finding {
+	t.Helper()
+	c, err := safetensors.OpenCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return Validate(c)
+}
+
+func codes(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Code)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func editIndex(t *testing.T, dir string, edit func(wm map[string]any, meta map[string]any)) {
+	t.Helper()
+	idx := map[string]any{}
+	b, _ := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if err := jsonUnmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	edit(idx["weight_map"].(map[string]any), idx["metadata"].(map[string]any))
+	if err := fixture.WriteJSON(filepath.Join(dir, "model.safetensors.index.json"), idx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateCheckpoints(t *testing.T) {
+	const shard1 = "model-00001-of-00003.safetensors"
+	const shard2 = "model-00002-of-00003.safetensors"
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  []string
+	}{
+		{"healthy", func(*testing.T, string) {}, nil},
+		{"missing shard", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, shard2)) },
+			[]string{"index_missing_shard"}},
+		{"unsafe paths", func(t *testing.T, dir string) {
+			editIndex(t, dir, func(wm, _ map[string]any) {
+				wm["a"] = "../outside.safetensors"
+				wm["b"] = "/etc/passwd.safetensors"
+				wm["c"] = "pytorch_model.bin"
+			})
+		}, []string{"index_unsafe_path", "index_unsafe_path", "index_unsafe_path"}},
+		{"key not in shard", func(t *testing.T, dir string) {
+			editIndex(t, dir, func(wm, _ map[string]any) { wm["ghost.weight"] = shard1 })
+		}, []string{"index_key_not_in_shard"}},
+		{"shard key not in index", func(t *testing.T, dir string) {
+			editIndex(t, dir, func(wm, _ map[string]any) { delete(wm, "model.norm.weight") })
+		}, []string{"shard_key_not_in_index"}},
+		{"duplicate across shards", func(t *testing.T, dir string) {
+			f, _ := safetensors.Open(filepath.Join(dir, shard1))
+			first := f.Tensors[0]
+			data := make([]byte, first.Size())
+			f.Section(first).ReadAt(data, 0)
+			f.Close()
+			fixture.WriteFile(filepath.Join(dir, "model-00004-of-00003.safetensors"), []safetensors.Tensor{{Name: first.Name, DType: first.DType, Shape: first.Shape, Data: data}}, nil)
+			editIndex(t, dir, func(wm, _ map[string]any) { wm["z"] = "model-00004-of-00003.safetensors" })
+		}, []string{"duplicate_key_across_shards", "index_key_not_in_shard", "index_total_size_mismatch", "shard_key_not_in_index"}},
+		{"total size", func(t *testing.T, dir string) {
+			editIndex(t, dir, func(_, meta map[string]any) { meta["total_size"] = 12 })
+		}, []string{"index_total_size_mismatch"}},
+		{"unreferenced shard", func(t *testing.T, dir string) {
+			fixture.WriteFile(filepath.Join(dir, "consolidated.safetensors"), nil, nil)
+		}, []string{"unreferenced_shard"}},
+		{"index not json", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte("{"), 0o644)
+		}, []string{"index_invalid"}},
+		{"index without weight_map", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"metadata":{}}`), 0o644)
+		}, []string{"index_invalid"}},
+		{"truncated shard", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, shard2)
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-3)
+		}, []string{"metadata_incomplete_buffer"}},
+		{"lfs pointer", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, shard2), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644)
+		}, []string{"header_too_large"}},
+		{"config vocab", func(t *testing.T, dir string) {
+			cfg := fixture.Tiny.Config("bfloat16")
+			cfg["vocab_size"] = 1000
+			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+		}, []string{"config_mismatch"}},
+		{"config layers", func(t *testing.T, dir string) {
+			cfg := fixture.Tiny.Config("bfloat16")
+			cfg["num_hidden_layers"] = 3
+			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+		}, []string{"config_mismatch"}},
+		{"config layers missing", func(t *testing.T, dir string) {
+			cfg := fixture.Tiny.Config("bfloat16")
+			cfg["num_hidden_layers"] = 6
+			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+		}, []string{"config_mismatch"}},
+		{"config dtype", func(t *testing.T, dir string) {
+			fixture.WriteJSON(filepath.Join(dir, "config.json"), fixture.Tiny.Config("float32"))
+		}, []string{"config_mismatch"}},
+		{"config not json", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte("nope"), 0o644)
+		}, []string{"config_invalid"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := published(t)
+			tt.setup(t, dir)
+			got := validatePath(t, dir)
+			if !slices.Equal(codes(got), tt.want) {
+				t.Errorf("codes = %v, want %v\n%v", codes(got), tt.want, got)
+			}
+			for _, f := range got {
+				if f.Message == "" || strings.Contains(f.Message, "\n") {
+					t.Errorf("finding %v: message must be one line", f)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateLFSMessage(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "model.safetensors")
+	os.WriteFile(p, []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644)
+	got := validatePath(t, p)
+	if len(got) != 1 || !strings.Contains(got[0].Message, "Git LFS pointer") {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestValidateWarnings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, header string, data int) string {
+		if !strings.HasPrefix(name, "unpadded") {
+			header += strings.Repeat(" ", (8-len(header)%8)%8)
+		}
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+		b = append(append(b, header...), make([]byte, data)...)
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{write("dup.safetensors", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}}`, 8),
+			[]string{"duplicate_key"}},
+		{write("unpadded.safetensors", `{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}}`, 8), []string{"unaligned_data"}},
+		{write("misaligned.safetensors", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"F32","shape":[1],"data_offsets":[1,5]}}`, 5),
+			[]string{"unaligned_data"}},
+		{write("unpadded-truncated.safetensors", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 2), []string{"metadata_incomplete_buffer", "unaligned_data"}},
+	}
+	for _, tt := range tests {
+		if got := codes(validatePath(t, tt.path)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", filepath.Base(tt.path), got, tt.want)
+		}
+	}
+}
+
+func TestValidateRealFiles(t *testing.T) {
+	root := filepath.Join("..", "..", "shared", "realdata")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("real third-party files not found at %s (present in CI)", root)
+	}
+	n := 0
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".safetensors" {
+			return err
+		}
+		n++
+		if got := validatePath(t, p); len(got) > 0 {
+			t.Errorf("%s: %v", p, got)
+		}
+		return nil
+	})
+	if n == 0 {
+		t.Fatal("no real files")
+	}
+}
