@@ -73,13 +73,17 @@ func DTypes() []DType {
 // ParseDType returns the dtype with the given header name. Names are
 // case-sensitive, as in the reference implementation.
 func ParseDType(name string) (DType, bool) {
-	for i, info := range dtypeInfo {
-		if info.name == name {
-			return DType(i), true
-		}
-	}
-	return 0, false
+	d, ok := dtypesByName[name]
+	return d, ok
 }
+
+var dtypesByName = func() map[string]DType {
+	m := make(map[string]DType, numDTypes)
+	for i, info := range dtypeInfo {
+		m[info.name] = DType(i)
+	}
+	return m
+}()
 
 func (d DType) String() string {
 	if d < numDTypes {

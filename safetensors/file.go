@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"strconv"
 )
 
 // MaxHeaderSize is the largest header the reference implementation accepts.
@@ -33,6 +34,18 @@ func (t TensorInfo) NumElements() (n uint64, ok bool) {
 		n = lo
 	}
 	return n, true
+}
+
+// FormatShape writes a shape as "[151936, 2560]"; a scalar is "[]".
+func FormatShape(shape []uint64) string {
+	b := []byte{'['}
+	for i, d := range shape {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendUint(b, d, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // Size is the length of the tensor's data in bytes, from its offsets.

@@ -88,3 +88,26 @@ func BenchmarkValidateMoENlpodyssey(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDiffMoE is verify.Diff alone (headers already read) on two
+// Qwen3-30B-A3B-shaped checkpoints, BF16 against F32.
+func BenchmarkDiffMoE(b *testing.B) {
+	pubDir := moeCheckpoint(b)
+	expDir := filepath.Join(b.TempDir(), "exp")
+	if err := fixture.WriteSparse(expDir, fixture.Qwen3MoE30B, safetensors.F32, 16); err != nil {
+		b.Fatal(err)
+	}
+	pub, err := safetensors.OpenCheckpoint(pubDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close()
+	exp, err := safetensors.OpenCheckpoint(expDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exp.Close()
+	for b.Loop() {
+		Diff(pub, exp, DiffOptions{})
+	}
+}

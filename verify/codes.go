@@ -16,6 +16,14 @@ const (
 	CodeUnreferencedShard        = "unreferenced_shard"
 	CodeConfigInvalid            = "config_invalid"
 	CodeConfigMismatch           = "config_mismatch"
+
+	CodeMissingKey       = "missing_key"
+	CodeUnexpectedKey    = "unexpected_key"
+	CodeShapeMismatch    = "shape_mismatch"
+	CodeDTypeMismatch    = "dtype_mismatch"
+	CodeTiedWeight       = "tied_weight"
+	CodeAdapterCollision = "adapter_collision"
+	CodeLowKeyOverlap    = "low_key_overlap"
 )
 
 // A CodeDoc documents one finding code.
@@ -51,4 +59,11 @@ var Codes = []CodeDoc{
 	{CodeUnreferencedShard, Warning, "a .safetensors file beside the index that the index does not name"},
 	{CodeConfigInvalid, Warning, "config.json exists but is not a JSON object"},
 	{CodeConfigMismatch, Warning, "config.json disagrees with the tensors (vocab/hidden size, layer count, dtype)"},
+	{CodeMissingKey, Error, "diff: a published tensor has no counterpart in the export (after adapters)"},
+	{CodeUnexpectedKey, Error, "diff: an exported tensor has no counterpart in the published checkpoint"},
+	{CodeShapeMismatch, Error, "diff: the two sides' shapes differ (says so when one is the other transposed)"},
+	{CodeDTypeMismatch, Warning, "diff: the dtypes differ; an error for exported tensors that break --dtype"},
+	{CodeTiedWeight, Info, "diff: lm_head.weight absent on one side but tied to the embedding (a warning when only assumed)"},
+	{CodeAdapterCollision, Error, "diff: the adapter maps two physical tensors to one name"},
+	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
 }

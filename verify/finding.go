@@ -53,8 +53,10 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Side     string   `json:"side,omitempty"` // "published" or "exported" in a diff
 	Key      string   `json:"key,omitempty"`
-	File     string   `json:"file,omitempty"`
-	Message  string   `json:"message"`
+	// Physical is the tensor's name in the file when an adapter renamed it.
+	Physical string `json:"physical,omitempty"`
+	File     string `json:"file,omitempty"`
+	Message  string `json:"message"`
 
 	Published any `json:"published,omitempty"`
 	Exported  any `json:"exported,omitempty"`

@@ -123,45 +123,209 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 	return err
 }
 
-// groupByCode groups findings by code, keeping the first appearance order
-// within a severity and putting errors first.
+// groupByCode groups findings by code and severity, errors first, codes
+// in order of first appearance. The groups share one sorted copy of the
+// findings: a diff can have one per tensor.
 func groupByCode(findings []Finding) [][]Finding {
-	var order []string
-	groups := make(map[string][]Finding)
-	for _, f := range findings {
-		if _, ok := groups[f.Code]; !ok {
-			order = append(order, f.Code)
+	type group struct {
+		code string
+		sev  Severity
+	}
+	rank := make(map[group]int)
+	keys := make([]int, len(findings))
+	var last group
+	r := -1
+	for i, f := range findings {
+		// Findings come in runs of one code; look the group up once a run.
+		if g := (group{f.Code, f.Severity}); g != last || r < 0 {
+			var ok bool
+			if r, ok = rank[g]; !ok {
+				r = len(rank)
+				rank[g] = r
+			}
+			last = g
 		}
-		groups[f.Code] = append(groups[f.Code], f)
+		keys[i] = int(Never-f.Severity)<<32 | r
 	}
-	out := make([][]Finding, 0, len(order))
-	for _, c := range order {
-		out = append(out, groups[c])
+	order := make([]int, len(findings))
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortStableFunc(out, func(a, b []Finding) int { return int(b[0].Severity) - int(a[0].Severity) })
+	slices.SortStableFunc(order, func(a, b int) int { return keys[a] - keys[b] })
+	sorted := make([]Finding, len(findings))
+	for i, j := range order {
+		sorted[i] = findings[j]
+	}
+	var out [][]Finding
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && keys[order[end]] == keys[order[start]] {
+			end++
+		}
+		out = append(out, sorted[start:end])
+		start = end
+	}
 	return out
 }
 
 func renderGroup(g []Finding, verbose bool) []string {
-	var lines []string
+	if verbose {
+		lines := make([]string, len(g))
+		for i, f := range g {
+			lines[i] = findingLine(f, f.Key)
+		}
+		return lines
+	}
+	if g[0].Code == CodeDTypeMismatch {
+		return renderDTypes(g)
+	}
+	// Findings that differ only in the numbers of their keys (layer and
+	// expert indices) collapse into one line, as transformers' loading
+	// report does: model.layers.{0..35}.self_attn.k_norm.weight.
+	type bucket struct {
+		first   Finding
+		numbers [][]int // per numeric position, the values seen
+		count   int
+	}
+	var order []string
+	buckets := make(map[string]*bucket)
 	for _, f := range g {
-		var where []string
-		if f.Side != "" {
-			where = append(where, f.Side)
+		template, nums := keyTemplate(f.Key)
+		id := f.Side + "\x00" + f.Message + "\x00" + template
+		if len(nums) == 0 {
+			id += "\x00" + f.File
 		}
-		if f.File != "" {
-			where = append(where, quoteName(f.File))
+		b := buckets[id]
+		if b == nil {
+			b = &bucket{first: f, numbers: make([][]int, len(nums))}
+			buckets[id] = b
+			order = append(order, id)
 		}
-		if f.Key != "" {
-			where = append(where, quoteName(f.Key))
+		b.count++
+		for i, n := range nums {
+			b.numbers[i] = append(b.numbers[i], n)
 		}
-		line := quoteName(f.Message)
-		if len(where) > 0 {
-			line = strings.Join(where, " ") + ": " + line
+	}
+	var lines []string
+	for _, id := range order {
+		b := buckets[id]
+		if b.count == 1 {
+			lines = append(lines, findingLine(b.first, b.first.Key))
+			continue
+		}
+		template, _ := keyTemplate(b.first.Key)
+		full := 1
+		for i := range b.numbers {
+			b.numbers[i] = slices.Compact(slices.Sorted(slices.Values(b.numbers[i])))
+			full *= len(b.numbers[i])
+			template = strings.Replace(template, "{}", "{"+IndexRanges(b.numbers[i])+"}", 1)
+		}
+		f := b.first
+		f.File = ""
+		line := findingLine(f, template)
+		if full != b.count {
+			line += fmt.Sprintf(" (%d keys)", b.count)
 		}
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// renderDTypes writes dtype differences as one line per pair of dtypes:
+// "398 tensors BF16 → F32".
+func renderDTypes(g []Finding) []string {
+	type pair struct{ from, to any }
+	var order []pair
+	counts := make(map[pair][]Finding)
+	for _, f := range g {
+		p := pair{f.Published, f.Exported}
+		if f.Expected != nil {
+			p = pair{f.Expected, f.Got}
+		}
+		if counts[p] == nil {
+			order = append(order, p)
+		}
+		counts[p] = append(counts[p], f)
+	}
+	var lines []string
+	for _, p := range order {
+		fs := counts[p]
+		if len(fs) == 1 {
+			lines = append(lines, findingLine(fs[0], fs[0].Key))
+			continue
+		}
+		from := detailText(p.from)
+		if fs[0].Expected != nil {
+			from = "demanded " + from
+		}
+		lines = append(lines, fmt.Sprintf("%s %s → %s", plural(len(fs), "tensor"), from, detailText(p.to)))
+	}
+	return lines
+}
+
+// detailText prints a finding's detail; dtypes, the common case, without fmt.
+func detailText(v any) string {
+	if s, ok := v.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprint(v)
+}
+
+func findingLine(f Finding, key string) string {
+	var where []string
+	if f.Side != "" {
+		where = append(where, f.Side)
+	}
+	if f.File != "" {
+		where = append(where, quoteName(f.File))
+	}
+	if key != "" {
+		where = append(where, quoteName(key))
+	}
+	line := quoteName(f.Message)
+	if len(where) > 0 {
+		line = strings.Join(where, " ") + ": " + line
+	}
+	if f.Physical != "" && key == f.Key {
+		line += " (stored as " + quoteName(f.Physical) + ")"
+	}
+	return line
+}
+
+// keyTemplate replaces each all-digit segment of a dotted key with "{}" and
+// returns the numbers it replaced.
+func keyTemplate(key string) (string, []int) {
+	if !strings.ContainsAny(key, "0123456789") {
+		return key, nil
+	}
+	parts := strings.Split(key, ".")
+	var nums []int
+	for i, p := range parts {
+		if n, err := strconv.Atoi(p); err == nil && n >= 0 && strconv.Itoa(n) == p {
+			nums = append(nums, n)
+			parts[i] = "{}"
+		}
+	}
+	return strings.Join(parts, "."), nums
+}
+
+// IndexRanges writes numbers as sorted ranges: "0..35" or "0..3,5,7..9".
+func IndexRanges(nums []int) string {
+	nums = slices.Compact(slices.Sorted(slices.Values(nums)))
+	var parts []string
+	for i := 0; i < len(nums); {
+		j := i
+		for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d..%d", nums[i], nums[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(nums[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 func plural(n int, noun string) string {

@@ -23,3 +23,20 @@ func BenchmarkInspectMoE(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDiffMoE is `ckptcheck diff` on two Qwen3-30B-A3B-shaped sparse
+// checkpoints (BF16 published, F32 exported), text output discarded.
+func BenchmarkDiffMoE(b *testing.B) {
+	pub, exp := b.TempDir(), b.TempDir()
+	if err := fixture.WriteSparse(pub, fixture.Qwen3MoE30B, safetensors.BF16, 16); err != nil {
+		b.Fatal(err)
+	}
+	if err := fixture.WriteSparse(exp, fixture.Qwen3MoE30B, safetensors.F32, 16); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if code := run(context.Background(), []string{"ckptcheck", "diff", pub, exp}, io.Discard, os.Stderr); code != 0 {
+			b.Fatal(code)
+		}
+	}
+}

@@ -22,14 +22,6 @@ func quote(s string) string {
 	return s
 }
 
-func shapeString(shape []uint64) string {
-	parts := make([]string, len(shape))
-	for i, d := range shape {
-		parts[i] = strconv.FormatUint(d, 10)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // groupDigits writes 4022468096 as 4,022,468,096.
 func groupDigits(n uint64) string {
 	s := strconv.FormatUint(n, 10)

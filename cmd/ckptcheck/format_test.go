@@ -3,6 +3,9 @@ package main
 import (
 	"slices"
 	"testing"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 func TestNaturalCompare(t *testing.T) {
@@ -22,8 +25,8 @@ func TestHumanFormats(t *testing.T) {
 		{humanBytes(8_044_936_192), "8.04 GB"},
 		{groupDigits(4022468096), "4,022,468,096"},
 		{groupDigits(12), "12"},
-		{indexRanges([]int{3, 0, 1, 2, 7, 9, 10}), "0..3,7,9..10"},
-		{shapeString([]uint64{}), "[]"},
+		{verify.IndexRanges([]int{3, 0, 1, 2, 7, 9, 10}), "0..3,7,9..10"},
+		{safetensors.FormatShape([]uint64{}), "[]"},
 		{quote("a\x1b"), `"a\x1b"`},
 		{quote("plain.name"), "plain.name"},
 	}

@@ -155,7 +155,7 @@ func (ins *inspection) writeText(w io.Writer, rep *verify.Report, tree bool, dep
 	} else {
 		rows := make([][]string, len(ins.Tensors))
 		for i, t := range ins.Tensors {
-			rows[i] = []string{quote(t.Name), t.DType.String(), shapeString(t.Shape),
+			rows[i] = []string{quote(t.Name), t.DType.String(), safetensors.FormatShape(t.Shape),
 				groupDigits(t.Parameters), humanBytes(t.Bytes), quote(t.File)}
 		}
 		if err := writeTable(w, rows); err != nil {
@@ -239,7 +239,7 @@ func (n *treeNode) collapse() {
 		others = append(others, c)
 	}
 	if len(numeric) > 1 {
-		merged.Name = "{" + indexRanges(numeric) + "}"
+		merged.Name = "{" + verify.IndexRanges(numeric) + "}"
 		n.Children = append([]*treeNode{merged}, others...)
 	}
 	for _, c := range n.Children {
@@ -278,23 +278,4 @@ func (n *treeNode) write(w io.Writer, indent string, depth int) {
 			c.write(w, indent+"  ", max(depth-1, 0))
 		}
 	}
-}
-
-// indexRanges writes sorted indices as "0..35" or "0..3,5,7..9".
-func indexRanges(idx []int) string {
-	slices.Sort(idx)
-	var parts []string
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d..%d", idx[i], idx[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(idx[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

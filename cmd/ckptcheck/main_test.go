@@ -152,3 +152,58 @@ func TestCodesListed(t *testing.T) {
 }
 
 var writeExample = fixture.WriteExample
+
+func TestDiffCommand(t *testing.T) {
+	pub, exp := "../../testdata/published", "../../testdata/exported"
+	code, out, _ := ckptcheck(t, "diff", pub, exp)
+	if code != 1 || !strings.HasPrefix(out, "FAIL: 1 error, 45 warnings\n") ||
+		!strings.Contains(out, "model.layers.2.self_attn.k_norm.weight: in published, missing from exported") ||
+		!strings.Contains(out, "45 tensors BF16 → F32") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"diff", pub, pub}, 0},
+		{[]string{"diff", pub, exp, "--fail-on", "never"}, 0},
+		{[]string{"diff", "--fail-on", "never", pub, exp}, 0},
+		{[]string{"diff", pub, exp, "--dtype", "f32", "--fail-on", "warning"}, 1},
+		{[]string{"diff", pub, pub, "--fail-on", "warning"}, 0},
+		{[]string{"diff", pub}, 2},
+		{[]string{"diff", pub, exp, exp}, 2},
+		{[]string{"diff", pub, exp, "--adapter", "exported=nope"}, 2},
+		{[]string{"diff", pub, exp, "--adapter", "sideways=hf"}, 2},
+		{[]string{"diff", pub, exp, "--rename", "(=x"}, 2},
+		{[]string{"diff", pub, exp, "--tied", "maybe"}, 2},
+		{[]string{"diff", pub, exp, "--dtype", "f13"}, 2},
+		{[]string{"diff", pub, "missing-dir"}, 2},
+	}
+	for _, tt := range tests {
+		if code, _, stderr := ckptcheck(t, tt.args...); code != tt.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tt.args, code, tt.code, stderr)
+		}
+	}
+	_, out, _ = ckptcheck(t, "diff", pub, exp, "--format", "json", "--adapter", "published=hf", "--adapter", "torchtitan-hf")
+	var rep struct {
+		Inputs []struct {
+			Side, Adapter string
+		}
+		Findings []struct{ Code, Key, Side string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Inputs) != 2 || rep.Inputs[0].Side != "published" || rep.Inputs[1].Adapter != "torchtitan-hf" || len(rep.Findings) != 92 {
+		t.Errorf("%+v", rep)
+	}
+}
+
+func TestParseDTypeFlag(t *testing.T) {
+	for in, want := range map[string]safetensors.DType{"bf16": safetensors.BF16, "BF16": safetensors.BF16, "bfloat16": safetensors.BF16,
+		"f32": safetensors.F32, "float32": safetensors.F32, "fp16": safetensors.F16, "F8_E4M3": safetensors.F8_E4M3} {
+		if got, ok := parseDTypeFlag(in); !ok || got != want {
+			t.Errorf("%s: %v %v", in, got, ok)
+		}
+	}
+}

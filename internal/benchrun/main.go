@@ -7,11 +7,14 @@
 //
 //	go run ./internal/benchrun -bin bin/ckptcheck [-runs 7] [-only NAME]
 //	benchrun nlp-validate DIR    (a baseline: parse DIR's shards with nlpodyssey/safetensors)
+//	benchrun nlp-diff A B        (a baseline: diff two folders' keys, shapes, dtypes with it)
 package main
 
 import (
+	_ "embed"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +29,20 @@ import (
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
+//go:embed diff_keys.py
+var diffKeysPy []byte
+
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "nlp-validate" {
-		if err := nlpValidate(os.Args[2]); err != nil {
+		if _, err := nlpValidate(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "nlp-validate:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 3 && os.Args[1] == "nlp-diff" {
+		if err := nlpDiff(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "nlp-diff:", err)
 			os.Exit(1)
 		}
 		return
@@ -66,6 +79,10 @@ func run(bin string, runs int, only string) error {
 	}
 	defer os.RemoveAll(scratch)
 
+	script := filepath.Join(scratch, "diff_keys.py")
+	if err := os.WriteFile(script, diffKeysPy, 0o644); err != nil {
+		return err
+	}
 	scenarios := []scenario{
 		{
 			name: "validate-moe (Qwen3-30B-A3B shape: 16 sparse shards, 18,867 tensors, 61 GB)",
@@ -78,6 +95,25 @@ func run(bin string, runs int, only string) error {
 			},
 			baselines: func(dir string) [][]string {
 				return [][]string{{self, "nlp-validate", filepath.Join(dir, "moe")}}
+			},
+		},
+		{
+			name: "diff-moe (two Qwen3-30B-A3B-shaped sparse checkpoints, BF16 vs F32, 18,867 tensors each)",
+			setup: func(dir string) error {
+				if err := fixture.WriteSparse(filepath.Join(dir, "pub"), fixture.Qwen3MoE30B, safetensors.BF16, 16); err != nil {
+					return err
+				}
+				return fixture.WriteSparse(filepath.Join(dir, "exp"), fixture.Qwen3MoE30B, safetensors.F32, 16)
+			},
+			ours: func(dir string) [][]string {
+				return [][]string{{bin, "diff", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
+					{bin, "diff", "--format", "json", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")}}
+			},
+			baselines: func(dir string) [][]string {
+				return [][]string{
+					{"python3", script, filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
+					{self, "nlp-diff", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
+				}
 			},
 		},
 	}
@@ -142,33 +178,66 @@ func median(c []string, runs int) (time.Duration, error) {
 // nlpValidate is the baseline for validate: nlpodyssey/safetensors needs the
 // whole file as a byte slice, so each shard is mapped, which touches only the
 // header's pages.
-func nlpValidate(dir string) error {
+func nlpValidate(dir string) (map[string]*nlp.TensorInfo, error) {
 	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n := 0
+	all := make(map[string]*nlp.TensorInfo)
 	for _, p := range shards {
 		f, err := os.Open(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st, err := f.Stat()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		parsed, err := nlp.Deserialize(data)
+		_, meta, err := nlp.ReadMetadata(data)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		n += parsed.Len()
+		maps.Copy(all, meta.Tensors())
 		syscall.Munmap(data)
 		f.Close()
 	}
-	fmt.Println(n, "tensors")
+	fmt.Println(len(all), "tensors")
+	return all, nil
+}
+
+// nlpDiff is the Go baseline for a header-only diff: nlpodyssey's parse of
+// both folders, then key sets, shapes and dtypes compared.
+func nlpDiff(a, b string) error {
+	pub, err := nlpValidate(a)
+	if err != nil {
+		return err
+	}
+	exp, err := nlpValidate(b)
+	if err != nil {
+		return err
+	}
+	var missing, unexpected, shapes, dtypes int
+	for name, p := range pub {
+		e, ok := exp[name]
+		switch {
+		case !ok:
+			missing++
+		case !slices.Equal(p.Shape, e.Shape):
+			shapes++
+		}
+		if ok && p.DType != e.DType {
+			dtypes++
+		}
+	}
+	for name := range exp {
+		if _, ok := pub[name]; !ok {
+			unexpected++
+		}
+	}
+	fmt.Println(missing, "missing,", unexpected, "unexpected,", shapes, "shapes,", dtypes, "dtypes")
 	return nil
 }

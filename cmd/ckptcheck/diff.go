@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify"
+)
+
+func diffCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "compare an exported checkpoint with the published one it came from",
+		ArgsUsage: "PUBLISHED EXPORTED",
+		Description: "Validates both sides, maps the exported names onto the published ones with an adapter " +
+			"(chosen automatically unless --adapter says), and reports missing and unexpected keys, shape and dtype " +
+			"differences. lm_head.weight absent on one side is fine when tie_word_embeddings says it is tied.",
+		Flags: []cli.Flag{
+			formatFlag, failOnFlag, verboseFlag,
+			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, SIDE=CHAIN (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default"},
+			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove this prefix from exported names (repeatable, applied in order)"},
+			&cli.StringSliceFlag{Name: "rename", Usage: "rewrite exported names: 'REGEX=REPLACEMENT', Go regexp syntax with $1 groups (repeatable)"},
+			&cli.StringFlag{Name: "tied", Usage: "true or false: override tie_word_embeddings from config.json"},
+			&cli.StringFlag{Name: "dtype", Usage: "demand this dtype (bf16, f16, f32, ...) for every floating-point exported tensor; differences become errors"},
+		},
+		Action: runDiff,
+	}
+}
+
+func runDiff(ctx context.Context, cmd *cli.Command) error {
+	if err := needArgs(cmd, 2, 2, "PUBLISHED EXPORTED"); err != nil {
+		return err
+	}
+	opt, err := diffOptions(cmd)
+	if err != nil {
+		return err
+	}
+	// Both sides' headers are read at once: on large checkpoints that is
+	// most of the work.
+	var cks [2]*safetensors.Checkpoint
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, path := range cmd.Args().Slice() {
+		wg.Go(func() { cks[i], errs[i] = safetensors.OpenCheckpoint(path) })
+	}
+	wg.Wait()
+	for _, c := range cks {
+		if c != nil {
+			defer c.Close()
+		}
+	}
+	if err := errors.Join(errs[:]...); err != nil {
+		return err
+	}
+	d := verify.Diff(cks[0], cks[1], opt)
+	inputs := []verify.Input{describe(cks[0], verify.Published), describe(cks[1], verify.Exported)}
+	for i := range inputs {
+		inputs[i].Adapter = d.Views[i].Adapter
+	}
+	return emit(cmd, verify.NewReport("diff", failOn(cmd), inputs, d.Findings))
+}
+
+func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
+	var opt verify.DiffOptions
+	for _, spec := range cmd.StringSlice("adapter") {
+		side, chain := 1, spec
+		if s, c, ok := strings.Cut(spec, "="); ok {
+			switch s {
+			case verify.Published:
+				side = 0
+			case verify.Exported:
+			default:
+				return opt, usageError("--adapter %q: side must be published or exported", spec)
+			}
+			chain = c
+		}
+		if chain == "auto" {
+			opt.Adapters[side] = nil
+			continue
+		}
+		a, err := adapter.Parse(chain)
+		if err != nil {
+			return opt, usageError("--adapter: %v", err)
+		}
+		opt.Adapters[side] = a
+	}
+	var extra *adapter.Adapter
+	for _, p := range cmd.StringSlice("strip-prefix") {
+		extra = extra.Then(adapter.StripPrefix(p))
+	}
+	for _, r := range cmd.StringSlice("rename") {
+		a, err := adapter.Rename(r)
+		if err != nil {
+			return opt, usageError("%v", err)
+		}
+		extra = extra.Then(a)
+	}
+	opt.Extra[1] = extra
+	switch t := cmd.String("tied"); t {
+	case "":
+	case "true", "false":
+		tied := t == "true"
+		opt.Tied = &tied
+	default:
+		return opt, usageError("--tied must be true or false, not %q", t)
+	}
+	if name := cmd.String("dtype"); name != "" {
+		d, ok := parseDTypeFlag(name)
+		if !ok {
+			return opt, usageError("--dtype %q: unknown dtype", name)
+		}
+		opt.DType = &d
+	}
+	return opt, nil
+}
+
+// parseDTypeFlag accepts header names in any case and torch's names:
+// bf16, bfloat16, f32, float32, fp16, float16, half, ...
+func parseDTypeFlag(name string) (safetensors.DType, bool) {
+	aliases := map[string]string{"bfloat16": "BF16", "float32": "F32", "float": "F32", "fp32": "F32",
+		"float16": "F16", "half": "F16", "fp16": "F16", "float64": "F64", "double": "F64", "fp64": "F64",
+		"fp8": "F8_E4M3", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
+	if a, ok := aliases[strings.ToLower(name)]; ok {
+		name = a
+	}
+	return safetensors.ParseDType(strings.ToUpper(name))
+}

@@ -1,0 +1,344 @@
+package verify
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// export writes a single-file export of tensors (no __metadata__, as
+// torchtitan writes it) with an optional config, and returns its directory.
+func export(t *testing.T, tensors []safetensors.Tensor, config map[string]any) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "exported")
+	if err := fixture.WriteFile(filepath.Join(dir, "model-00001-of-00001.safetensors"), tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	if config != nil {
+		if err := fixture.WriteJSON(filepath.Join(dir, "config.json"), config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func upcastAll(ts []safetensors.Tensor) []safetensors.Tensor {
+	out := make([]safetensors.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = fixture.Upcast(t)
+	}
+	return out
+}
+
+func diffPaths(t *testing.T, pub, exp string, opt DiffOptions) *Diffed {
+	t.Helper()
+	p, err := safetensors.OpenCheckpoint(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	e, err := safetensors.OpenCheckpoint(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return Diff(p, e, opt)
+}
+
+// errorsAndInfo lists "code key" for every finding but the dtype warnings.
+func notable(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Code != CodeDTypeMismatch || f.Severity == Error {
+			out = append(out, fmt.Sprintf("%s %s %s", f.Severity, f.Code, f.Key))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestDiffScenarios(t *testing.T) {
+	q := fixture.Tiny
+	bf16 := q.Tensors(safetensors.BF16)
+	untied := q
+	untied.Tied = false
+	without := func(ts []safetensors.Tensor, names ...string) []safetensors.Tensor {
+		return slices.DeleteFunc(slices.Clone(ts), func(t safetensors.Tensor) bool { return slices.Contains(names, t.Name) })
+	}
+	rename := func(ts []safetensors.Tensor, f func(string) string) []safetensors.Tensor {
+		out := slices.Clone(ts)
+		for i := range out {
+			out[i].Name = f(out[i].Name)
+		}
+		return out
+	}
+	embedding := bf16[0]
+	if embedding.Name != "model.embed_tokens.weight" {
+		t.Fatal("fixture order changed")
+	}
+	lmHead := embedding
+	lmHead.Name = "model.lm_head.weight"
+
+	tests := []struct {
+		name        string
+		published   func(t *testing.T) string
+		exported    func(t *testing.T) string
+		opt         DiffOptions
+		want        []string
+		wantAdapter string
+		dtypeWarns  int
+	}{
+		{
+			name:      "torchtitan F32 export",
+			published: published,
+			exported:  func(t *testing.T) string { return export(t, upcastAll(bf16), nil) },
+			want:      nil, wantAdapter: "hf", dtypeWarns: len(bf16),
+		},
+		{
+			name:      "raw wrapper state dict",
+			published: published,
+			exported: func(t *testing.T) string {
+				return export(t, append(rename(bf16, func(n string) string { return "model." + n }), lmHead), nil)
+			},
+			want: nil, wantAdapter: "torchtitan-hf",
+		},
+		{
+			name:      "broken export",
+			published: published,
+			exported: func(t *testing.T) string {
+				ts := without(bf16, "model.layers.1.self_attn.k_norm.weight")
+				for i, x := range ts {
+					if x.Name == "model.layers.3.mlp.down_proj.weight" {
+						ts[i].Shape = []uint64{x.Shape[1], x.Shape[0]}
+					}
+				}
+				ts = append(ts, safetensors.Tensor{Name: "model.rotary_emb.inv_freq", DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
+				return export(t, ts, nil)
+			},
+			want: []string{
+				"error missing_key model.layers.1.self_attn.k_norm.weight",
+				"error shape_mismatch model.layers.3.mlp.down_proj.weight",
+				"error unexpected_key model.rotary_emb.inv_freq",
+			},
+			wantAdapter: "hf",
+		},
+		{
+			name: "untied export lost lm_head",
+			published: func(t *testing.T) string {
+				dir := filepath.Join(t.TempDir(), "published")
+				fixture.WriteSharded(dir, untied.Tensors(safetensors.BF16), 2, untied.Config("bfloat16"))
+				return dir
+			},
+			exported: func(t *testing.T) string {
+				return export(t, without(untied.Tensors(safetensors.BF16), "lm_head.weight"), nil)
+			},
+			want: []string{"error missing_key lm_head.weight"}, wantAdapter: "hf",
+		},
+		{
+			name:      "tied, export keeps a copy of the head",
+			published: published,
+			exported: func(t *testing.T) string {
+				head := embedding
+				head.Name = "lm_head.weight"
+				return export(t, append(slices.Clone(bf16), head), nil)
+			},
+			want: nil, wantAdapter: "hf",
+		},
+		{
+			name: "tied, published has the head, export dropped it",
+			published: func(t *testing.T) string {
+				head := embedding
+				head.Name = "lm_head.weight"
+				dir := filepath.Join(t.TempDir(), "published")
+				fixture.WriteSharded(dir, append(slices.Clone(bf16), head), 2, q.Config("bfloat16"))
+				return dir
+			},
+			exported: func(t *testing.T) string { return export(t, bf16, nil) },
+			want:     []string{"info tied_weight lm_head.weight"}, wantAdapter: "hf",
+		},
+		{
+			name: "no config: tie assumed from the embedding's shape",
+			published: func(t *testing.T) string {
+				dir := filepath.Join(t.TempDir(), "published")
+				fixture.WriteSharded(dir, bf16, 2, nil)
+				return dir
+			},
+			exported: func(t *testing.T) string {
+				head := embedding
+				head.Name = "lm_head.weight"
+				return export(t, append(slices.Clone(bf16), head), nil)
+			},
+			want: []string{"warning tied_weight lm_head.weight"}, wantAdapter: "hf",
+		},
+		{
+			name:      "--tied false overrides the config",
+			published: published,
+			exported: func(t *testing.T) string {
+				head := embedding
+				head.Name = "lm_head.weight"
+				return export(t, append(slices.Clone(bf16), head), nil)
+			},
+			opt:  DiffOptions{Tied: ptr(false)},
+			want: []string{"error unexpected_key lm_head.weight"}, wantAdapter: "hf",
+		},
+		{
+			name:      "compiled DDP wrappers",
+			published: published,
+			exported: func(t *testing.T) string {
+				return export(t, rename(bf16, func(n string) string { return "module._orig_mod." + n }), nil)
+			},
+			want: nil, wantAdapter: "ddp,compile",
+		},
+		{
+			name:      "--dtype bf16 against an F32 export",
+			published: published,
+			exported:  func(t *testing.T) string { return export(t, upcastAll(bf16), nil) },
+			opt:       DiffOptions{DType: ptr(safetensors.BF16)},
+			want:      repeat("error dtype_mismatch ", bf16), wantAdapter: "hf",
+		},
+		{
+			name:      "custom rename",
+			published: published,
+			exported: func(t *testing.T) string {
+				return export(t, rename(bf16, func(n string) string { return "student." + strings.Replace(n, "model.", "backbone.", 1) }), nil)
+			},
+			opt:  DiffOptions{Extra: [2]*adapter.Adapter{nil, mustRename(t, `^student\.backbone\.=model.`)}},
+			want: nil, wantAdapter: `rename=^student\.backbone\.=model.`,
+		},
+		{
+			name:      "adapter collision",
+			published: published,
+			exported: func(t *testing.T) string {
+				norm := bf16[1]
+				norm.Name = "module.model.norm.weight"
+				return export(t, append(slices.Clone(bf16), norm), nil)
+			},
+			want: []string{"error adapter_collision model.norm.weight"}, wantAdapter: "ddp",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := diffPaths(t, tt.published(t), tt.exported(t), tt.opt)
+			if got := notable(d.Findings); !slices.Equal(got, tt.want) {
+				t.Errorf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+			if d.Views[1].Adapter != tt.wantAdapter {
+				t.Errorf("exported adapter %s, want %s", d.Views[1].Adapter, tt.wantAdapter)
+			}
+			warns := 0
+			for _, f := range d.Findings {
+				if f.Code == CodeDTypeMismatch && f.Severity == Warning {
+					warns++
+				}
+			}
+			if warns != tt.dtypeWarns {
+				t.Errorf("%d dtype warnings, want %d", warns, tt.dtypeWarns)
+			}
+		})
+	}
+}
+
+func TestDiffTransposedMessage(t *testing.T) {
+	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
+	for i, x := range bf16 {
+		if x.Name == "model.layers.0.mlp.down_proj.weight" {
+			bf16[i].Shape = []uint64{x.Shape[1], x.Shape[0]}
+		}
+	}
+	d := diffPaths(t, published(t), export(t, bf16, nil), DiffOptions{})
+	for _, f := range d.Findings {
+		if f.Code == CodeShapeMismatch && f.Message != "published [32, 64], exported [64, 32] (transposed)" {
+			t.Errorf("message %q", f.Message)
+		}
+	}
+}
+
+func TestDiffValidatesBothSides(t *testing.T) {
+	exp := export(t, fixture.Tiny.Tensors(safetensors.BF16), nil)
+	p := filepath.Join(exp, "model-00001-of-00001.safetensors")
+	st, _ := os.Stat(p)
+	os.Truncate(p, st.Size()-1)
+	d := diffPaths(t, published(t), exp, DiffOptions{})
+	found := false
+	for _, f := range d.Findings {
+		if f.Code == "metadata_incomplete_buffer" {
+			found = f.Side == Exported
+		}
+	}
+	if !found {
+		t.Errorf("want metadata_incomplete_buffer on the exported side: %v", d.Findings)
+	}
+}
+
+func TestDiffRealFilesAgainstThemselves(t *testing.T) {
+	root := filepath.Join("..", "..", "shared", "realdata")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("real third-party files not found at %s (present in CI)", root)
+	}
+	filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() || filepath.Ext(p) != ".safetensors" {
+			return err
+		}
+		if d := diffPaths(t, p, p, DiffOptions{}); len(d.Findings) > 0 {
+			t.Errorf("%s: %v", p, d.Findings)
+		}
+		return nil
+	})
+}
+
+func TestCollapsedText(t *testing.T) {
+	var fs []Finding
+	for l := range 36 {
+		fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: fmt.Sprintf("model.layers.%d.self_attn.k_norm.weight", l), Message: "in published, missing from exported"})
+		fs = append(fs, Finding{Code: CodeDTypeMismatch, Severity: Warning, Key: fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", l), Message: "published BF16, exported F32", Published: safetensors.BF16, Exported: safetensors.F32})
+	}
+	fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: "model.layers.3.mlp.experts.7.up_proj.weight", Message: "in published, missing from exported"})
+	fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: "model.layers.5.mlp.experts.1.up_proj.weight", Message: "in published, missing from exported"})
+	var b strings.Builder
+	NewReport("diff", Error, nil, fs).WriteText(&b, false)
+	out := b.String()
+	for _, want := range []string{
+		"FAIL: 38 errors, 36 warnings\n",
+		"model.layers.{0..35}.self_attn.k_norm.weight: in published, missing from exported\n",
+		"model.layers.{3,5}.mlp.experts.{1,7}.up_proj.weight: in published, missing from exported (2 keys)\n",
+		"36 tensors BF16 → F32\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "missing_key") > strings.Index(out, "dtype_mismatch") {
+		t.Error("errors must come first")
+	}
+	b.Reset()
+	NewReport("diff", Error, nil, fs).WriteText(&b, true)
+	if n := strings.Count(b.String(), "\n  "); n != len(fs) {
+		t.Errorf("verbose lists %d lines, want %d", n, len(fs))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func repeat(prefix string, ts []safetensors.Tensor) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, prefix+t.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func mustRename(t *testing.T, expr string) *adapter.Adapter {
+	a, err := adapter.Rename(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
