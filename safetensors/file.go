@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math/bits"
 	"os"
@@ -92,6 +93,14 @@ func (f *File) Tensor(name string) (TensorInfo, bool) {
 // Section returns a reader over the bytes of t.
 func (f *File) Section(t TensorInfo) *io.SectionReader {
 	return io.NewSectionReader(f.r, f.DataOffset()+int64(t.DataOffsets[0]), int64(t.Size()))
+}
+
+// ReadTensorAt reads len(p) bytes of t's data starting off bytes into it.
+func (f *File) ReadTensorAt(t TensorInfo, p []byte, off uint64) error {
+	if off > t.Size() || uint64(len(p)) > t.Size()-off {
+		return fmt.Errorf("tensor %q: read of %d bytes at %d past its %d bytes", t.Name, len(p), off, t.Size())
+	}
+	return readFull(f.r, p, f.DataOffset()+int64(t.DataOffsets[0]+off))
 }
 
 // Close closes the file if it was opened with Open.

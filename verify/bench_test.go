@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -109,5 +110,42 @@ func BenchmarkDiffMoE(b *testing.B) {
 	defer exp.Close()
 	for b.Loop() {
 		Diff(pub, exp, DiffOptions{})
+	}
+}
+
+// BenchmarkValuesUpcast compares a BF16 tensor with its exact F32 upcast
+// (32M elements: 64 MiB against 128 MiB), page cache warm.
+func BenchmarkValuesUpcast(b *testing.B) {
+	benchValues(b, func(t safetensors.Tensor) safetensors.Tensor { return fixture.Upcast(t) })
+}
+
+// BenchmarkValuesPerturbed compares BF16 with a ~1e-3 perturbation of it,
+// which takes the full decoding path.
+func BenchmarkValuesPerturbed(b *testing.B) {
+	benchValues(b, func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 1) })
+}
+
+func benchValues(b *testing.B, transform func(safetensors.Tensor) safetensors.Tensor) {
+	dir := b.TempDir()
+	q := fixture.Qwen3{Vocab: 32768, Hidden: 1024, Seed: 1, Tied: true}
+	spec := q.Specs()[0]
+	pub := q.Tensor(spec, safetensors.BF16)
+	exp := transform(pub)
+	if err := fixture.WriteFile(filepath.Join(dir, "p.safetensors"), []safetensors.Tensor{pub}, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := fixture.WriteFile(filepath.Join(dir, "e.safetensors"), []safetensors.Tensor{exp}, nil); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "p.safetensors"))
+	e, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "e.safetensors"))
+	defer p.Close()
+	defer e.Close()
+	d := Diff(p, e, DiffOptions{})
+	b.SetBytes(int64(len(pub.Data) + len(exp.Data)))
+	for b.Loop() {
+		if _, _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

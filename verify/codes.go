@@ -24,6 +24,12 @@ const (
 	CodeTiedWeight       = "tied_weight"
 	CodeAdapterCollision = "adapter_collision"
 	CodeLowKeyOverlap    = "low_key_overlap"
+
+	CodeValueMismatch      = "value_mismatch"
+	CodeNonFinite          = "nonfinite"
+	CodeReinitialized      = "reinitialized"
+	CodeTiedWeightMismatch = "tied_weight_mismatch"
+	CodeUnchanged          = "unchanged"
 )
 
 // A CodeDoc documents one finding code.
@@ -65,5 +71,10 @@ var Codes = []CodeDoc{
 	{CodeDTypeMismatch, Warning, "diff: the dtypes differ; an error for exported tensors that break --dtype"},
 	{CodeTiedWeight, Info, "diff: lm_head.weight absent on one side but tied to the embedding (a warning when only assumed)"},
 	{CodeAdapterCollision, Error, "diff: the adapter maps two physical tensors to one name"},
+	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
+	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
+	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},
+	{CodeTiedWeightMismatch, Error, "diff --values: a tied lm_head.weight differs from its side's embedding"},
+	{CodeUnchanged, Info, "diff --values with a tolerance: tensors bit-identical to the published ones (frozen, or never trained?)"},
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
 }

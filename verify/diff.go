@@ -35,6 +35,7 @@ type DiffOptions struct {
 
 // A Diffed is both sides of a diff as read, with what the diff found.
 type Diffed struct {
+	tie      tie
 	Views    [2]*adapter.View
 	Sources  [2][]Source // physical tensors behind the views' segments
 	Findings []Finding
@@ -90,7 +91,8 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 				Message: fmt.Sprintf("adapter %s maps %s to one name; compared the first", d.Views[i].Adapter, strings.Join(c.Sources, " and "))})
 		}
 	}
-	d.Findings = append(d.Findings, structuralDiff(d.Views[0], d.Views[1], tieOf(pub, exp, opt.Tied), opt.DType)...)
+	d.tie = tieOf(pub, exp, opt.Tied)
+	d.Findings = append(d.Findings, structuralDiff(d.Views[0], d.Views[1], d.tie, opt.DType)...)
 	d.Findings = append(d.Findings, overlapHint(d.Views[0], d.Views[1])...)
 	return d
 }

@@ -58,6 +58,9 @@ type Finding struct {
 	File     string `json:"file,omitempty"`
 	Message  string `json:"message"`
 
+	// Keys lists the tensors a summary finding is about.
+	Keys []string `json:"keys,omitempty"`
+
 	Published any `json:"published,omitempty"`
 	Exported  any `json:"exported,omitempty"`
 	Expected  any `json:"expected,omitempty"`

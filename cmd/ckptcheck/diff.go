@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"os"
 	"sync"
 
 	"strings"
@@ -29,6 +32,11 @@ func diffCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "rename", Usage: "rewrite exported names: 'REGEX=REPLACEMENT', Go regexp syntax with $1 groups (repeatable)"},
 			&cli.StringFlag{Name: "tied", Usage: "true or false: override tie_word_embeddings from config.json"},
 			&cli.StringFlag{Name: "dtype", Usage: "demand this dtype (bf16, f16, f32, ...) for every floating-point exported tensor; differences become errors"},
+			&cli.BoolFlag{Name: "values", Usage: "compare every matched tensor's values element by element (reads all the data)"},
+			&cli.FloatFlag{Name: "atol", Usage: "with --values: absolute tolerance, |e - p| <= atol + rtol*|p|"},
+			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance"},
+			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON file of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 		},
 		Action: runDiff,
 	}
@@ -39,6 +47,10 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	opt, err := diffOptions(cmd)
+	if err != nil {
+		return err
+	}
+	policy, err := valuePolicy(cmd)
 	if err != nil {
 		return err
 	}
@@ -64,7 +76,62 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	for i := range inputs {
 		inputs[i].Adapter = d.Views[i].Adapter
 	}
-	return emit(cmd, verify.NewReport("diff", failOn(cmd), inputs, d.Findings))
+	findings := d.Findings
+	var values *verify.ValueReport
+	if cmd.Bool("values") {
+		vopt := verify.ValueOptions{Policy: policy}
+		bar := newProgress(cmd, d.ValueBytes())
+		if bar != nil {
+			vopt.Progress = bar.add
+		}
+		vals, more, err := d.CompareValues(ctx, vopt)
+		bar.finish()
+		if err != nil {
+			if ctx.Err() != nil {
+				return errors.New("interrupted")
+			}
+			return err
+		}
+		values = vals
+		findings = append(findings, more...)
+	}
+	rep := verify.NewReport("diff", failOn(cmd), inputs, findings)
+	rep.Values = values
+	return emit(cmd, rep)
+}
+
+// valuePolicy builds the value policy from --policy, --atol and --rtol;
+// the flags override the file's default.
+func valuePolicy(cmd *cli.Command) (verify.ValuePolicy, error) {
+	var p verify.ValuePolicy
+	if file := cmd.String("policy"); file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return p, err
+		}
+		defer f.Close()
+		if p, err = verify.ReadPolicy(f); err != nil {
+			return p, fmt.Errorf("%s: %v", file, err)
+		}
+	}
+	for _, name := range []string{"atol", "rtol"} {
+		if !cmd.IsSet(name) {
+			continue
+		}
+		v := cmd.Float(name)
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return p, usageError("--%s must be a finite number >= 0", name)
+		}
+		if name == "atol" {
+			p.Default.Atol = v
+		} else {
+			p.Default.Rtol = v
+		}
+	}
+	if !cmd.Bool("values") && (cmd.IsSet("atol") || cmd.IsSet("rtol") || cmd.IsSet("policy")) {
+		return p, usageError("--atol, --rtol and --policy need --values")
+	}
+	return p, nil
 }
 
 func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {

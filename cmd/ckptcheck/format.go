@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // quote escapes a name holding control or non-printing characters so that
@@ -91,30 +88,4 @@ func digitsEnd(s string, i int) int {
 		i++
 	}
 	return i
-}
-
-// writeTable writes rows as left-aligned columns two spaces apart. It does
-// what text/tabwriter does for this case at a fraction of the cost, which
-// matters for the 18,000-row listings of MoE checkpoints.
-func writeTable(w io.Writer, rows [][]string) error {
-	var widths []int
-	for _, r := range rows {
-		for i, cell := range r {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, r := range rows {
-		for i, cell := range r {
-			bw.WriteString(cell)
-			if i < len(r)-1 {
-				bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
-			}
-		}
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
 }

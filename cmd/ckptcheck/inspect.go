@@ -158,7 +158,7 @@ func (ins *inspection) writeText(w io.Writer, rep *verify.Report, tree bool, dep
 			rows[i] = []string{quote(t.Name), t.DType.String(), safetensors.FormatShape(t.Shape),
 				groupDigits(t.Parameters), humanBytes(t.Bytes), quote(t.File)}
 		}
-		if err := writeTable(w, rows); err != nil {
+		if err := verify.WriteColumns(w, rows, ""); err != nil {
 			return err
 		}
 	}

@@ -207,3 +207,60 @@ func TestParseDTypeFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestDiffValuesCommand(t *testing.T) {
+	pub, exp := "../../testdata/published", "../../testdata/exported"
+	code, out, _ := ckptcheck(t, "diff", pub, exp, "--values")
+	if code != 1 || !strings.Contains(out, "values: 45 compared: 45 equal values\n") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// A perturbed export: fails exactly, passes with --rtol.
+	dir := t.TempDir()
+	var ts []safetensors.Tensor
+	for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
+		ts = append(ts, fixture.Perturb(x, safetensors.F32, 1e-3, 2))
+	}
+	fixture.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
+	code, out, _ = ckptcheck(t, "diff", pub, dir, "--values")
+	if code != 1 || !strings.Contains(out, "value_mismatch (46)") || !strings.Contains(out, "largest changes") {
+		t.Errorf("exact: exit %d:\n%s", code, out)
+	}
+	code, out, _ = ckptcheck(t, "diff", pub, dir, "--values", "--rtol", "1e-2", "--fail-on", "warning")
+	if code != 1 || strings.Contains(out, "value_mismatch") || !strings.Contains(out, "46 within tolerance") {
+		t.Errorf("rtol: exit %d:\n%s", code, out) // exit 1 for the dtype warnings
+	}
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	os.WriteFile(policy, []byte(`{"rules":[{"match":"*.mlp.*","rtol":1e-2},{"match":"*","skip":"checked elsewhere"}]}`), 0o644)
+	_, out, _ = ckptcheck(t, "diff", pub, dir, "--values", "--policy", policy, "--format", "json")
+	var rep struct {
+		Values struct {
+			Compared        int
+			Skipped         int
+			WithinTolerance int `json:"within_tolerance"`
+			Tensors         []struct {
+				Key    string
+				RelL2  *float64 `json:"rel_l2"`
+				Cosine *float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Values.WithinTolerance != 12 || rep.Values.Skipped != 34 || len(rep.Values.Tensors) != 46 || rep.Values.Tensors[0].RelL2 == nil {
+		t.Errorf("%+v", rep.Values)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"diff", pub, exp, "--rtol", "1e-2"}, 2},
+		{[]string{"diff", pub, exp, "--values", "--atol", "-1"}, 2},
+		{[]string{"diff", pub, exp, "--values", "--policy", "/nonexistent.json"}, 2},
+		{[]string{"diff", pub, exp, "--values", "--rtol", "x"}, 2},
+	} {
+		if code, _, stderr := ckptcheck(t, tt.args...); code != tt.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tt.args, code, tt.code, stderr)
+		}
+	}
+}

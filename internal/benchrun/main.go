@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +32,9 @@ import (
 
 //go:embed diff_keys.py
 var diffKeysPy []byte
+
+//go:embed compare_f32.py
+var compareF32Py []byte
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "nlp-validate" {
@@ -80,8 +84,20 @@ func run(bin string, runs int, only string) error {
 	defer os.RemoveAll(scratch)
 
 	script := filepath.Join(scratch, "diff_keys.py")
+	numpyScript := filepath.Join(scratch, "compare_f32.py")
 	if err := os.WriteFile(script, diffKeysPy, 0o644); err != nil {
 		return err
+	}
+	if err := os.WriteFile(numpyScript, compareF32Py, 0o644); err != nil {
+		return err
+	}
+	// The numpy baseline needs numpy; Debian's python3-numpy provides it.
+	numpyPython := ""
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import numpy").Run() == nil {
+			numpyPython = py
+			break
+		}
 	}
 	scenarios := []scenario{
 		{
@@ -116,6 +132,46 @@ func run(bin string, runs int, only string) error {
 				}
 			},
 		},
+		{
+			name: "values (Qwen3-0.6B shape, 1.2 GB BF16, random values; page cache warm)",
+			setup: func(dir string) error {
+				q := fixture.Qwen3Dense06B
+				perturb := func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
+				for _, f := range []struct {
+					name      string
+					dtype     safetensors.DType
+					transform func(safetensors.Tensor) safetensors.Tensor
+				}{{"pub", safetensors.BF16, nil}, {"same", safetensors.BF16, nil},
+					{"f32", safetensors.F32, fixture.Upcast}, {"perturbed", safetensors.BF16, perturb}} {
+					if err := fixture.WriteStream(filepath.Join(dir, f.name+".safetensors"), q, f.dtype, f.transform); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			ours: func(dir string) [][]string {
+				f := func(n string) string { return filepath.Join(dir, n+".safetensors") }
+				return [][]string{
+					{bin, "diff", "--values", f("pub"), f("same")},
+					{bin, "diff", "--values", f("pub"), f("f32")},
+					{bin, "diff", "--values", f("pub"), f("perturbed")},
+				}
+			},
+			baselines: func(dir string) [][]string {
+				f := func(n string) string { return filepath.Join(dir, n+".safetensors") }
+				out := [][]string{
+					{"sh", "-c", "dd if=" + f("pub") + " of=/dev/null bs=4M status=none && dd if=" + f("same") + " of=/dev/null bs=4M status=none"},
+					{"cmp", f("pub"), f("same")},
+					{"sh", "-c", "dd if=" + f("pub") + " of=/dev/null bs=4M status=none && dd if=" + f("f32") + " of=/dev/null bs=4M status=none"},
+				}
+				if numpyPython != "" {
+					out = append(out, []string{numpyPython, numpyScript, f("pub"), f("f32")})
+				} else {
+					fmt.Println("  (numpy baseline skipped: no numpy; apt-get install python3-numpy)")
+				}
+				return out
+			},
+		},
 	}
 	for _, sc := range scenarios {
 		if only != "" && !strings.Contains(sc.name, only) {
@@ -130,18 +186,26 @@ func run(bin string, runs int, only string) error {
 		}
 		fmt.Printf("\n== %s, median of %d runs\n", sc.name, runs)
 		ours, baselines := sc.ours(dir), sc.baselines(dir)
-		medians := make([]time.Duration, len(ours)+len(baselines))
-		for i, c := range append(ours, baselines...) {
-			if medians[i], err = median(c, runs); err != nil {
+		all := append(ours, baselines...)
+		results := make([]result, len(all))
+		for i, c := range all {
+			if results[i], err = measure(c, runs); err != nil {
 				return err
 			}
 		}
-		for i, c := range append(ours, baselines...) {
-			line := fmt.Sprintf("  %-50s %9.1f ms", describe(c, bin, self, dir), float64(medians[i].Microseconds())/1000)
-			if i >= len(ours) {
-				line += fmt.Sprintf("   %.1fx the time of `%s`", float64(medians[i])/float64(medians[0]), describe(ours[0], bin, self, dir))
+		for i, c := range all {
+			line := fmt.Sprintf("  %-58s %9.1f ms", describe(c, bin, self, dir), ms(results[i].median))
+			if i < len(ours) {
+				line += fmt.Sprintf("   peak RSS %d MiB", results[i].maxRSS>>20)
 			}
 			fmt.Println(line)
+		}
+		fmt.Println("  ratios (baseline time / ckptcheck time; above 1, ckptcheck is faster):")
+		for i, c := range ours {
+			for j, b := range baselines {
+				fmt.Printf("    %-40s vs %-40s %6.2f\n", short(describe(c, bin, self, dir)), short(describe(b, bin, self, dir)),
+					float64(results[len(ours)+j].median)/float64(results[i].median))
+			}
 		}
 		os.RemoveAll(dir)
 	}
@@ -155,24 +219,66 @@ func describe(c []string, bin, self, dir string) string {
 	return strings.ReplaceAll(s, dir+string(filepath.Separator), "")
 }
 
-// median runs the command once to warm the page cache, then runs times more
-// and returns the median wall time. Exit status 1 (findings) is accepted.
-func median(c []string, runs int) (time.Duration, error) {
+type result struct {
+	median time.Duration
+	maxRSS int64 // bytes, the largest over the runs
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
+
+// measure runs the command once to warm the page cache, then runs times
+// more (3 when one run takes over 3 s) and returns the median wall time and
+// the peak RSS. Exit status 1 (findings) is accepted.
+func measure(c []string, runs int) (result, error) {
 	var times []time.Duration
+	var r result
+	// Peak RSS is read by /usr/bin/time, a small process that forks the
+	// command: a child forked from this (large) process would report ours.
+	timeBin, _ := exec.LookPath("/usr/bin/time")
 	for i := 0; i <= runs; i++ {
 		cmd := exec.Command(c[0], c[1:]...)
+		rssFile := ""
+		if timeBin != "" {
+			f, err := os.CreateTemp("", "rss")
+			if err != nil {
+				return r, err
+			}
+			f.Close()
+			rssFile = f.Name()
+			cmd = exec.Command(timeBin, append([]string{"-f", "%M", "-o", rssFile, "--"}, c...)...)
+		}
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		d := time.Since(start)
 		if err != nil && cmd.ProcessState.ExitCode() != 1 {
-			return 0, fmt.Errorf("%v: %v\n%s", c, err, out)
+			return r, fmt.Errorf("%v: %v\n%s", c, err, out)
 		}
-		if i > 0 {
-			times = append(times, d)
+		if rssFile != "" {
+			b, _ := os.ReadFile(rssFile)
+			os.Remove(rssFile)
+			lines := strings.Fields(string(b)) // "Command exited with non-zero status 1" may come first
+			if kb, err := strconv.ParseInt(lines[len(lines)-1], 10, 64); len(lines) > 0 && err == nil {
+				r.maxRSS = max(r.maxRSS, kb<<10)
+			}
 		}
+		if i == 0 {
+			if d > 3*time.Second {
+				runs = min(runs, 3)
+			}
+			continue
+		}
+		times = append(times, d)
 	}
 	slices.Sort(times)
-	return times[len(times)/2], nil
+	r.median = times[len(times)/2]
+	return r, nil
 }
 
 // nlpValidate is the baseline for validate: nlpodyssey/safetensors needs the

@@ -1,0 +1,112 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path"
+)
+
+// A Tolerance is numpy.allclose's rule: |e − p| ≤ Atol + Rtol·|p|. The zero
+// Tolerance is exact equality of decoded values (NaN equal to NaN).
+type Tolerance struct {
+	Atol float64 `json:"atol"`
+	Rtol float64 `json:"rtol"`
+}
+
+// A Rule gives tensors whose HF name matches a glob their own tolerance, or
+// skips them with a reason. Unset Atol/Rtol fall back to the default.
+type Rule struct {
+	Match string   `json:"match"`
+	Atol  *float64 `json:"atol,omitempty"`
+	Rtol  *float64 `json:"rtol,omitempty"`
+	Skip  string   `json:"skip,omitempty"`
+}
+
+// A ValuePolicy says when values are equal enough: a default tolerance and
+// per-pattern rules, the first match winning.
+type ValuePolicy struct {
+	Default Tolerance
+	Rules   []Rule
+}
+
+// Tolerant reports whether a fine-tune is expected: some tolerance is set.
+func (p ValuePolicy) Tolerant() bool {
+	if p.Default != (Tolerance{}) {
+		return true
+	}
+	for _, r := range p.Rules {
+		if (r.Atol != nil && *r.Atol > 0) || (r.Rtol != nil && *r.Rtol > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// For returns the tolerance for a tensor, or the reason it is skipped.
+func (p ValuePolicy) For(name string) (Tolerance, string) {
+	for _, r := range p.Rules {
+		if ok, _ := path.Match(r.Match, name); !ok {
+			continue
+		}
+		if r.Skip != "" {
+			return Tolerance{}, r.Skip
+		}
+		t := p.Default
+		if r.Atol != nil {
+			t.Atol = *r.Atol
+		}
+		if r.Rtol != nil {
+			t.Rtol = *r.Rtol
+		}
+		return t, ""
+	}
+	return p.Default, ""
+}
+
+// ReadPolicy parses a policy file:
+//
+//	{"rules":[{"match":"model.layers.*.mlp.gate.weight","rtol":1e-2},
+//	          {"match":"*.expert_bias","skip":"not round-trippable"}]}
+//
+// A "default" object ({"atol":..,"rtol":..}) may set the default tolerance.
+func ReadPolicy(r io.Reader) (ValuePolicy, error) {
+	var file struct {
+		Default *Tolerance `json:"default"`
+		Rules   []Rule     `json:"rules"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r, 16<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return ValuePolicy{}, fmt.Errorf("policy: %v", err)
+	}
+	var p ValuePolicy
+	if file.Default != nil {
+		p.Default = *file.Default
+	}
+	if err := checkTolerance(p.Default); err != nil {
+		return p, err
+	}
+	for i, rule := range file.Rules {
+		if _, err := path.Match(rule.Match, ""); err != nil || rule.Match == "" {
+			return p, fmt.Errorf("policy: rule %d: bad match pattern %q", i+1, rule.Match)
+		}
+		for _, v := range []*float64{rule.Atol, rule.Rtol} {
+			if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				return p, fmt.Errorf("policy: rule %d (%s): tolerances must be finite and non-negative", i+1, rule.Match)
+			}
+		}
+	}
+	p.Rules = file.Rules
+	return p, nil
+}
+
+func checkTolerance(t Tolerance) error {
+	for _, v := range []float64{t.Atol, t.Rtol} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("tolerances must be finite and non-negative, not %v", v)
+		}
+	}
+	return nil
+}
