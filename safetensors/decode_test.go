@@ -62,7 +62,7 @@ func TestF8SpecialValues(t *testing.T) {
 	// Counts from the specifications: E4M3 has 2 NaNs and no infinities;
 	// E5M2 6 NaNs and 2 infinities; the FNUZ types one NaN and no -0.
 	for _, c := range []struct {
-		d               DType
+		d                DType
 		nans, infs, neg0 int
 	}{{F8_E4M3, 2, 0, 1}, {F8_E5M2, 6, 2, 1}, {F8_E4M3FNUZ, 1, 0, 0}, {F8_E5M2FNUZ, 1, 0, 0}, {F8_E8M0, 1, 0, 0}} {
 		var nans, infs, neg0 int

@@ -43,12 +43,12 @@ func diffPaths(t *testing.T, pub, exp string, opt DiffOptions) *Diffed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	e, err := safetensors.OpenCheckpoint(exp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	return Diff(p, e, opt)
 }
 

@@ -17,18 +17,7 @@ import (
 
 func compareValues(t *testing.T, pub, exp string, opt DiffOptions, vopt ValueOptions) (*ValueReport, []Finding) {
 	t.Helper()
-	p, err := safetensors.OpenCheckpoint(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	e, err := safetensors.OpenCheckpoint(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	d := Diff(p, e, opt)
-	rep, fs, err := d.CompareValues(context.Background(), vopt)
+	rep, fs, err := diffPaths(t, pub, exp, opt).CompareValues(context.Background(), vopt)
 	if err != nil {
 		t.Fatal(err)
 	}
