@@ -198,16 +198,19 @@ func renderGroup(g []Finding, verbose bool) []string {
 	// Findings that differ only in the numbers of their keys (layer and
 	// expert indices) collapse into one line, as transformers' loading
 	// report does: model.layers.{0..35}.self_attn.k_norm.weight.
+	// Messages may differ per key (counts, worst elements): the first one
+	// stands for the rest.
 	type bucket struct {
-		first   Finding
-		numbers [][]int // per numeric position, the values seen
-		count   int
+		first    Finding
+		numbers  [][]int // per numeric position, the values seen
+		count    int
+		messages bool // not all messages are the first's
 	}
 	var order []string
 	buckets := make(map[string]*bucket)
 	for _, f := range g {
 		template, nums := keyTemplate(f.Key)
-		id := f.Side + "\x00" + f.Message + "\x00" + template
+		id := f.Side + "\x00" + template
 		if len(nums) == 0 {
 			id += "\x00" + f.File
 		}
@@ -218,6 +221,7 @@ func renderGroup(g []Finding, verbose bool) []string {
 			order = append(order, id)
 		}
 		b.count++
+		b.messages = b.messages || f.Message != b.first.Message
 		for i, n := range nums {
 			b.numbers[i] = append(b.numbers[i], n)
 		}
@@ -239,7 +243,10 @@ func renderGroup(g []Finding, verbose bool) []string {
 		f := b.first
 		f.File = ""
 		line := findingLine(f, template)
-		if full != b.count {
+		switch {
+		case b.messages:
+			line += fmt.Sprintf(" (the first of %d keys)", b.count)
+		case full != b.count:
 			line += fmt.Sprintf(" (%d keys)", b.count)
 		}
 		lines = append(lines, line)

@@ -34,8 +34,10 @@ type ValueOptions struct {
 	Policy ValuePolicy
 	// Workers is how many goroutines read and compare; 0 means GOMAXPROCS.
 	Workers int
-	// Progress, if set, is called with the number of bytes just read.
-	Progress func(n int64)
+	// Progress, if set, is called as the work advances with the bytes read
+	// and the bytes to read in all, which changes as the first pass finds
+	// tensors that need the second.
+	Progress func(done, total int64)
 }
 
 // TensorStats is how one compared tensor differs between the two sides.
@@ -298,7 +300,7 @@ func valueFindings(s *TensorStats) []Finding {
 	switch {
 	case reinit:
 		out = append(out, Finding{Code: CodeReinitialized, Severity: Error, Key: s.Key,
-			Message: fmt.Sprintf("values unrelated to the published ones (cosine %.3f, relative L2 %.3g): random init, wrong file, or weights never loaded", float64(s.Cosine), float64(s.RelL2)),
+			Message: fmt.Sprintf("values unrelated to the published ones (cosine %s, relative L2 %s): random init, wrong file, or weights never loaded", fmtFloat(float64(s.Cosine)), fmtFloat(float64(s.RelL2))),
 			Got:     map[string]any{"cosine": s.Cosine, "rel_l2": s.RelL2}})
 	case s.Mismatches > 0:
 		msg := fmt.Sprintf("%d of %d elements outside %s; worst |Δ| %s at %s (published %s, exported %s)",
@@ -346,12 +348,15 @@ type chunk struct {
 // check per chunk (bytes, or an exact upcast), then, only for tensors where
 // that failed, the full decode with statistics. Most round trips never
 // reach the second pass.
-func runComparisons(ctx context.Context, cmps []*comparison, workers int, progress func(int64)) (int64, error) {
-	var read atomic.Int64
-	report := func(n int) {
-		read.Add(int64(n))
+func runComparisons(ctx context.Context, cmps []*comparison, workers int, progress func(done, total int64)) (int64, error) {
+	var read, done, total atomic.Int64
+	for _, c := range cmps {
+		total.Add(int64(c.pub.size() + c.exp.size()))
+	}
+	advance := func(n uint64) {
+		d := done.Add(int64(n))
 		if progress != nil {
-			progress(int64(n))
+			progress(d, total.Load())
 		}
 	}
 	chunksOf := func(filter func(*comparison) bool) []chunk {
@@ -370,38 +375,52 @@ func runComparisons(ctx context.Context, cmps []*comparison, workers int, progre
 		}
 		return out
 	}
-	// Pass 1: exact check where a fast one exists.
+	chunkBytes := func(ch chunk) uint64 {
+		return bytesFor(ch.c.pub.t.DType, ch.len) + bytesFor(ch.c.exp.t.DType, ch.len)
+	}
+	// Pass 1: exact check where a fast one exists. A tensor found to
+	// differ skips the rest of its chunks: the second pass reads it all.
 	first := chunksOf(func(c *comparison) bool { return fastExact(c.pub.t.DType, c.exp.t.DType) })
 	if err := parallel(ctx, first, workers, func(w *worker, ch chunk) error {
-		p, e, err := w.load(ch)
-		if err == nil {
-			report(len(p) + len(e))
-			if !exactChunk(ch.c.pub.t.DType, ch.c.exp.t.DType, p, e) {
-				ch.c.dirty.Store(true)
-			}
+		if ch.c.dirty.Load() {
+			total.Add(-int64(chunkBytes(ch))) // not read after all
+			advance(0)
+			return nil
 		}
-		return err
+		p, e, err := w.load(ch)
+		if err != nil {
+			return err
+		}
+		read.Add(int64(len(p) + len(e)))
+		if !exactChunk(ch.c.pub.t.DType, ch.c.exp.t.DType, p, e) && ch.c.dirty.CompareAndSwap(false, true) {
+			total.Add(int64(ch.c.pub.size() + ch.c.exp.size())) // read again in pass 2
+		}
+		advance(chunkBytes(ch))
+		return nil
 	}); err != nil {
 		return read.Load(), err
 	}
 	for _, c := range cmps {
-		if fastExact(c.pub.t.DType, c.exp.t.DType) && !c.dirty.Load() {
+		switch {
+		case !fastExact(c.pub.t.DType, c.exp.t.DType):
+			c.dirty.Store(true)
+		case !c.dirty.Load():
 			c.stats.BitIdentical = c.pub.t.DType == c.exp.t.DType
 			c.stats.RelL2, c.stats.Cosine = 0, 1
 			c.stats.constant = true
-		} else {
-			c.dirty.Store(true)
 		}
 	}
 	// Pass 2: full statistics.
 	second := chunksOf(func(c *comparison) bool { return c.dirty.Load() })
 	err := parallel(ctx, second, workers, func(w *worker, ch chunk) error {
 		p, e, err := w.load(ch)
-		if err == nil {
-			report(len(p) + len(e))
-			ch.c.parts[ch.part] = w.compare(ch, p, e)
+		if err != nil {
+			return err
 		}
-		return err
+		read.Add(int64(len(p) + len(e)))
+		ch.c.parts[ch.part] = w.compare(ch, p, e)
+		advance(chunkBytes(ch))
+		return nil
 	})
 	for _, c := range cmps {
 		if c.dirty.Load() {

@@ -82,7 +82,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		vopt := verify.ValueOptions{Policy: policy}
 		bar := newProgress(cmd, d.ValueBytes())
 		if bar != nil {
-			vopt.Progress = bar.add
+			vopt.Progress = bar.update
 		}
 		vals, more, err := d.CompareValues(ctx, vopt)
 		bar.finish()
