@@ -55,11 +55,23 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 	d := &Diffed{}
 	cks := [2]*safetensors.Checkpoint{pub, exp}
 	sides := [2]string{Published, Exported}
+	// Each side is validated and its adapter candidates found in parallel.
 	var validated [2][]Finding
+	var candidates [2][]*adapter.Adapter
+	var physical [2][]safetensors.TensorInfo
 	var wg sync.WaitGroup
 	for i, c := range cks {
 		wg.Go(func() {
 			d.Sources[i] = sources(c)
+			physical[i] = make([]safetensors.TensorInfo, len(d.Sources[i]))
+			for j, s := range d.Sources[i] {
+				physical[i][j] = s.Info
+			}
+			if a := opt.Adapters[i]; a != nil {
+				candidates[i] = []*adapter.Adapter{a.Then(opt.Extra[i])}
+			} else {
+				candidates[i] = adapter.Candidates(physical[i], opt.Extra[i])
+			}
 			validated[i] = Validate(c)
 			for j := range validated[i] {
 				validated[i][j].Side = sides[i]
@@ -68,19 +80,6 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 	}
 	wg.Wait()
 	d.Findings = append(validated[0], validated[1]...)
-	var candidates [2][]*adapter.Adapter
-	var physical [2][]safetensors.TensorInfo
-	for i := range cks {
-		physical[i] = make([]safetensors.TensorInfo, len(d.Sources[i]))
-		for j, s := range d.Sources[i] {
-			physical[i][j] = s.Info
-		}
-		if a := opt.Adapters[i]; a != nil {
-			candidates[i] = []*adapter.Adapter{a.Then(opt.Extra[i])}
-		} else {
-			candidates[i] = adapter.Candidates(physical[i], opt.Extra[i])
-		}
-	}
 	d.Views[0], d.Views[1] = adapter.Choose(physical[0], physical[1], candidates[0], candidates[1])
 	for i := range cks {
 		for _, c := range d.Views[i].Collisions {
@@ -155,6 +154,17 @@ func tieOf(pub, exp *safetensors.Checkpoint, flag *bool) tie {
 
 func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []Finding {
 	out := make([]Finding, 0, len(exp.Tensors)) // room for a dtype difference on every tensor
+	// An F32 export has a dtype difference on every tensor, all alike: build
+	// each distinct message once.
+	dtypeMessages := make(map[[2]safetensors.DType]string)
+	dtypeMessage := func(p, e safetensors.DType) string {
+		m, ok := dtypeMessages[[2]safetensors.DType{p, e}]
+		if !ok {
+			m = "published " + p.String() + ", exported " + e.String()
+			dtypeMessages[[2]safetensors.DType{p, e}] = m
+		}
+		return m
+	}
 	embedding := func(v *adapter.View) (adapter.Tensor, bool) {
 		for _, name := range embeddingNames {
 			if t, ok := v.Tensor(name); ok {
@@ -213,7 +223,7 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 		}
 		if want == nil && t.DType != e.DType {
 			out = append(out, Finding{Code: CodeDTypeMismatch, Severity: Warning, Key: t.Name,
-				Message: "published " + t.DType.String() + ", exported " + e.DType.String(), Published: t.DType, Exported: e.DType})
+				Message: dtypeMessage(t.DType, e.DType), Published: t.DType, Exported: e.DType})
 		}
 	}
 	for _, e := range exp.Tensors {

@@ -140,55 +140,40 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 }
 
 // groupByCode groups findings by code and severity, errors first, codes
-// in order of first appearance. The groups share one sorted copy of the
-// findings: a diff can have one per tensor.
-func groupByCode(findings []Finding) [][]Finding {
+// in order of first appearance. Groups point into findings: a diff can have
+// one finding per tensor, and copying them was most of the rendering time.
+func groupByCode(findings []Finding) [][]*Finding {
 	type group struct {
 		code string
 		sev  Severity
 	}
 	rank := make(map[group]int)
-	keys := make([]int, len(findings))
+	var groups [][]*Finding
 	var last group
 	r := -1
-	for i, f := range findings {
+	for i := range findings {
+		f := &findings[i]
 		// Findings come in runs of one code; look the group up once a run.
 		if g := (group{f.Code, f.Severity}); g != last || r < 0 {
 			var ok bool
 			if r, ok = rank[g]; !ok {
-				r = len(rank)
+				r = len(groups)
 				rank[g] = r
+				groups = append(groups, nil)
 			}
 			last = g
 		}
-		keys[i] = int(Never-f.Severity)<<32 | r
+		groups[r] = append(groups[r], f)
 	}
-	order := make([]int, len(findings))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return keys[a] - keys[b] })
-	sorted := make([]Finding, len(findings))
-	for i, j := range order {
-		sorted[i] = findings[j]
-	}
-	var out [][]Finding
-	for start := 0; start < len(sorted); {
-		end := start + 1
-		for end < len(sorted) && keys[order[end]] == keys[order[start]] {
-			end++
-		}
-		out = append(out, sorted[start:end])
-		start = end
-	}
-	return out
+	slices.SortStableFunc(groups, func(a, b []*Finding) int { return int(b[0].Severity) - int(a[0].Severity) })
+	return groups
 }
 
-func renderGroup(g []Finding, verbose bool) []string {
+func renderGroup(g []*Finding, verbose bool) []string {
 	if verbose {
 		lines := make([]string, len(g))
 		for i, f := range g {
-			lines[i] = findingLine(f, f.Key)
+			lines[i] = findingLine(*f, f.Key)
 		}
 		return lines
 	}
@@ -216,7 +201,7 @@ func renderGroup(g []Finding, verbose bool) []string {
 		}
 		b := buckets[id]
 		if b == nil {
-			b = &bucket{first: f, numbers: make([][]int, len(nums))}
+			b = &bucket{first: *f, numbers: make([][]int, len(nums))}
 			buckets[id] = b
 			order = append(order, id)
 		}
@@ -256,25 +241,37 @@ func renderGroup(g []Finding, verbose bool) []string {
 
 // renderDTypes writes dtype differences as one line per pair of dtypes:
 // "398 tensors BF16 → F32".
-func renderDTypes(g []Finding) []string {
+func renderDTypes(g []*Finding) []string {
 	type pair struct{ from, to any }
 	var order []pair
-	counts := make(map[pair][]Finding)
+	counts := make(map[pair][]*Finding)
+	var last pair
+	var run []*Finding
+	flush := func() {
+		if len(run) > 0 {
+			if counts[last] == nil {
+				order = append(order, last)
+			}
+			counts[last] = append(counts[last], run...)
+		}
+	}
 	for _, f := range g {
 		p := pair{f.Published, f.Exported}
 		if f.Expected != nil {
 			p = pair{f.Expected, f.Got}
 		}
-		if counts[p] == nil {
-			order = append(order, p)
+		if p != last { // runs of one pair cost one map update
+			flush()
+			last, run = p, run[:0:0]
 		}
-		counts[p] = append(counts[p], f)
+		run = append(run, f)
 	}
+	flush()
 	var lines []string
 	for _, p := range order {
 		fs := counts[p]
 		if len(fs) == 1 {
-			lines = append(lines, findingLine(fs[0], fs[0].Key))
+			lines = append(lines, findingLine(*fs[0], fs[0].Key))
 			continue
 		}
 		from := detailText(p.from)
