@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"embed"
 	"fmt"
 	"regexp"
 	"slices"
@@ -16,30 +17,52 @@ type Segment struct {
 	Offset, Length uint64
 }
 
-// A Tensor is a logical tensor of a View.
+// A Tensor is a logical tensor of a View: an HF name, a dtype, a shape, and
+// the segments that hold its elements in row-major order.
 type Tensor struct {
 	Name     string
 	DType    safetensors.DType
 	Shape    []uint64
 	Segments []Segment
-	// Source is the physical name the tensor came from, for messages.
+	// Source says where the tensor came from: the physical name, with the
+	// slice taken ("layers.1.moe.experts.w1[3]").
 	Source string
+	// Rule is the adapter rule that made it ("torchtitan-qwen3:23: unstack
+	// ..."), empty for a tensor passed through unchanged.
+	Rule string
 }
 
-// A Collision is two or more physical tensors mapped to one logical name.
-// The View keeps the first.
+// A Collision is two or more tensors mapped to one logical name. The View
+// keeps the first.
 type Collision struct {
 	Name    string
 	Sources []string
 }
 
-// A View is a checkpoint as its adapter presents it: logical tensors by HF
-// name, in the order of the physical tensors.
+// A Dropped tensor has no counterpart in the other naming scheme; the rule
+// that dropped it says why.
+type Dropped struct {
+	Name, Reason, Rule string
+}
+
+// A RuleError is a rule that matched a tensor it cannot map: the shape does
+// not fit, or the config lacks a value. The tensor is left out of the view.
+type RuleError struct {
+	Name, Rule, Message string
+}
+
+func (e RuleError) Error() string { return fmt.Sprintf("%s: %s: %s", e.Name, e.Rule, e.Message) }
+
+// A View is a checkpoint as its adapters present it.
 type View struct {
 	Adapter    string
 	Tensors    []Tensor
 	Collisions []Collision
-	byName     map[string]int
+	Dropped    []Dropped
+	Errors     []RuleError
+	// Ignored counts tensors the adapters leave out as not weights.
+	Ignored []string
+	byName  map[string]int
 }
 
 // Tensor returns the logical tensor with the given HF name.
@@ -51,234 +74,198 @@ func (v *View) Tensor(name string) (Tensor, bool) {
 	return v.Tensors[i], true
 }
 
-// A step is one renaming rule of a chain: it returns the new name, or the
-// name unchanged.
-type step struct {
-	name   string
-	rename func(string) string
-}
-
-// An Adapter is a chain of renaming steps, applied in order.
+// An Adapter maps one naming scheme onto Hugging Face names. Presets are
+// files in the adapter language (see Parse), embedded in the binary.
 type Adapter struct {
-	steps []step
+	Name     string
+	Doc      string
+	Families []string // config.json model_type values it is meant for; empty: any
+	Source   string   // the rule file
+	rules    []*rule
 }
 
-// Name is the chain as the command line writes it: "hf" for no steps, else
-// the steps joined by commas.
-func (a *Adapter) Name() string {
-	if a == nil || len(a.steps) == 0 {
+func (a *Adapter) String() string { return a.Name }
+
+// Env holds the config.json values that rule expressions read.
+type Env map[string]uint64
+
+// Get returns a config value; head_dim defaults to hidden_size divided by
+// num_attention_heads, as transformers computes it.
+func (e Env) Get(name string) (uint64, bool) {
+	if v, ok := e[name]; ok {
+		return v, true
+	}
+	if name == "head_dim" && e["num_attention_heads"] > 0 && e["hidden_size"]%e["num_attention_heads"] == 0 {
+		return e["hidden_size"] / e["num_attention_heads"], e["hidden_size"] > 0
+	}
+	return 0, false
+}
+
+//go:embed presets/*.adapter
+var presetFiles embed.FS
+
+// presetOrder is the order presets are listed and tried in.
+var presetOrder = []string{"hf", "torchtitan-hf", "ddp", "compile", "fsdp",
+	"torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "megatron"}
+
+var presets = func() map[string]*Adapter {
+	m := make(map[string]*Adapter)
+	for _, name := range presetOrder {
+		file := "presets/" + name + ".adapter"
+		b, err := presetFiles.ReadFile(file)
+		if err != nil {
+			panic(err)
+		}
+		a, err := Parse(file, string(b))
+		if err != nil || a.Name != name {
+			panic(fmt.Sprintf("preset %s: %v", name, err))
+		}
+		m[name] = a
+	}
+	return m
+}()
+
+// Presets lists the built-in adapters.
+func Presets() []*Adapter {
+	out := make([]*Adapter, len(presetOrder))
+	for i, name := range presetOrder {
+		out[i] = presets[name]
+	}
+	return out
+}
+
+// A Registry resolves adapter names: the presets, plus adapters the user
+// loaded from files, which take precedence.
+type Registry struct {
+	user []*Adapter
+}
+
+// Add registers a user adapter.
+func (r *Registry) Add(a *Adapter) { r.user = append(r.user, a) }
+
+// User lists the user's adapters.
+func (r *Registry) User() []*Adapter {
+	if r == nil {
+		return nil
+	}
+	return r.user
+}
+
+// Lookup finds an adapter by name.
+func (r *Registry) Lookup(name string) (*Adapter, error) {
+	for _, a := range r.User() {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	if a, ok := presets[name]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("unknown adapter %q (presets: %s)", name, strings.Join(presetOrder, ", "))
+}
+
+// ParseChain parses a chain of adapter names: "torchtitan-hf,compile".
+func (r *Registry) ParseChain(spec string) (Chain, error) {
+	var c Chain
+	for name := range strings.SplitSeq(spec, ",") {
+		a, err := r.Lookup(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		if a.Name != "hf" {
+			c = append(c, a)
+		}
+	}
+	return c, nil
+}
+
+// A Chain applies adapters in order: each sees the names the previous made.
+type Chain []*Adapter
+
+// Name is the chain as the command line writes it: "hf" when empty.
+func (c Chain) Name() string {
+	if len(c) == 0 {
 		return "hf"
 	}
-	names := make([]string, len(a.steps))
-	for i, s := range a.steps {
-		names[i] = s.name
+	names := make([]string, len(c))
+	for i, a := range c {
+		names[i] = a.Name
 	}
 	return strings.Join(names, ",")
 }
 
-func (a *Adapter) String() string { return a.Name() }
+// Then returns c followed by d.
+func (c Chain) Then(d Chain) Chain { return append(slices.Clip(c), d...) }
 
-// MapName returns the HF name of a physical name.
-func (a *Adapter) MapName(name string) string {
-	if a == nil {
-		return name
-	}
-	for _, s := range a.steps {
-		name = s.rename(name)
-	}
-	return name
-}
-
-// Then returns a chain of a's steps followed by b's.
-func (a *Adapter) Then(b *Adapter) *Adapter {
-	out := &Adapter{}
-	if a != nil {
-		out.steps = append(out.steps, a.steps...)
-	}
-	if b != nil {
-		out.steps = append(out.steps, b.steps...)
-	}
-	return out
-}
-
-// Apply maps physical tensors to the logical view.
-func (a *Adapter) Apply(tensors []safetensors.TensorInfo) *View {
-	v := &View{Adapter: a.Name(), Tensors: make([]Tensor, 0, len(tensors)), byName: make(map[string]int, len(tensors))}
-	segments := make([]Segment, len(tensors)) // one backing array: a rename is one segment each
-	var collided map[string]int
-	for i, t := range tensors {
-		name := a.MapName(t.Name)
-		if j, ok := v.byName[name]; ok {
-			if collided == nil {
-				collided = make(map[string]int)
-			}
-			c, seen := collided[name]
-			if !seen {
-				c = len(v.Collisions)
-				collided[name] = c
-				v.Collisions = append(v.Collisions, Collision{Name: name, Sources: []string{v.Tensors[j].Source}})
-			}
-			v.Collisions[c].Sources = append(v.Collisions[c].Sources, t.Name)
-			continue
-		}
-		v.byName[name] = len(v.Tensors)
-		segments[i] = Segment{Source: i, Offset: 0, Length: t.Size()}
-		v.Tensors = append(v.Tensors, Tensor{Name: name, DType: t.DType, Shape: t.Shape, Source: t.Name,
-			Segments: segments[i : i+1 : i+1]})
-	}
-	return v
-}
-
-// Presets lists the built-in adapters with a line each.
-var Presets = []struct{ Name, Doc string }{
-	{"hf", "identity: the names are Hugging Face names already"},
-	{"torchtitan-hf", "strip one leading \"model.\" (torchtitan's transformers backend wraps the HF model)"},
-	{"ddp", "remove \"module.\" path segments (torch DistributedDataParallel)"},
-	{"compile", "remove \"_orig_mod.\" path segments (torch.compile)"},
-	{"fsdp", "remove \"_fsdp_wrapped_module.\" and \"_checkpoint_wrapped_module.\" path segments (FSDP, activation checkpointing)"},
-}
-
-// wrappers are the path segments torch wrappers insert, by preset.
-var wrappers = map[string][]string{
-	"ddp":     {"module"},
-	"compile": {"_orig_mod"},
-	"fsdp":    {"_fsdp_wrapped_module", "_checkpoint_wrapped_module"},
-}
-
-// Preset returns the named built-in adapter.
-func Preset(name string) (*Adapter, error) {
-	switch name {
-	case "hf":
-		return &Adapter{}, nil
-	case "torchtitan-hf":
-		return &Adapter{steps: []step{{name, func(s string) string { return strings.TrimPrefix(s, "model.") }}}}, nil
-	}
-	if segs, ok := wrappers[name]; ok {
-		return &Adapter{steps: []step{{name, func(s string) string { return removeSegments(s, segs) }}}}, nil
-	}
-	return nil, fmt.Errorf("unknown adapter %q (presets: %s)", name, presetNames())
-}
-
-func presetNames() string {
-	names := make([]string, len(Presets))
-	for i, p := range Presets {
-		names[i] = p.Name
-	}
-	return strings.Join(names, ", ")
-}
-
-// Parse parses a chain of presets: "torchtitan-hf,compile".
-func Parse(chain string) (*Adapter, error) {
-	out := &Adapter{}
-	for name := range strings.SplitSeq(chain, ",") {
-		p, err := Preset(strings.TrimSpace(name))
-		if err != nil {
-			return nil, err
-		}
-		out = out.Then(p)
-	}
-	return out, nil
-}
-
-// StripPrefix removes prefix from the names that start with it.
+// StripPrefix is an adapter that removes prefix from names (--strip-prefix).
 func StripPrefix(prefix string) *Adapter {
-	return &Adapter{steps: []step{{"strip-prefix=" + prefix, func(s string) string { return strings.TrimPrefix(s, prefix) }}}}
+	return &Adapter{Name: "strip-prefix=" + prefix,
+		rules: []*rule{{kind: opStripPrefix, literal: prefix, text: "strip-prefix " + prefix}}}
 }
 
-// Rename parses "REGEX=REPLACEMENT" and replaces every match in a name, with
-// $1-style references to the regexp's groups (Go regexp syntax).
-func Rename(expr string) (*Adapter, error) {
-	pattern, repl, ok := strings.Cut(expr, "=")
+// Rename is an adapter from "REGEX=REPLACEMENT" (--rename): every match in a
+// name is replaced, with $1-style references to groups (Go regexp syntax).
+func Rename(spec string) (*Adapter, error) {
+	pattern, repl, ok := strings.Cut(spec, "=")
 	if !ok || pattern == "" {
-		return nil, fmt.Errorf("--rename %q: want REGEX=REPLACEMENT", expr)
+		return nil, fmt.Errorf("--rename %q: want REGEX=REPLACEMENT", spec)
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("--rename %q: %v", expr, err)
+		return nil, fmt.Errorf("--rename %q: %v", spec, err)
 	}
-	return &Adapter{steps: []step{{"rename=" + expr, func(s string) string { return re.ReplaceAllString(s, repl) }}}}, nil
+	return &Adapter{Name: "rename=" + spec,
+		rules: []*rule{{kind: opRegex, re: re, repl: repl, text: "regex " + pattern + " " + repl}}}, nil
 }
 
-// removeSegments drops whole dot-separated path segments named in segs.
-func removeSegments(name string, segs []string) string {
-	if !slices.ContainsFunc(segs, func(seg string) bool { return strings.Contains(name, seg) }) {
-		return name
-	}
-	parts := strings.Split(name, ".")
-	kept := parts[:0]
-	for _, p := range parts {
-		if !slices.Contains(segs, p) {
-			kept = append(kept, p)
+// Candidates lists the chains that "auto" considers for one side: the
+// wrapper presets whose segments occur in its names (they never occur in HF
+// names), then, after them, each preset or user adapter that maps any of
+// the names and whose family fits modelType (the published config.json's
+// model_type; "" fits all). extra (custom renames) runs last in each.
+func Candidates(tensors []safetensors.TensorInfo, modelType string, user []*Adapter, extra Chain) []Chain {
+	var w Chain
+	for _, name := range []string{"ddp", "compile", "fsdp"} {
+		if presets[name].mapsAny(tensors, nil) {
+			w = append(w, presets[name])
 		}
 	}
-	return strings.Join(kept, ".")
-}
-
-// Candidates lists the chains that "auto" considers for one side: the wrapper
-// presets whose segments occur in its names (they never occur in HF names),
-// then the same with torchtitan-hf, if any name would keep a leading
-// "model." to strip; extra (custom renames) runs after each.
-func Candidates(tensors []safetensors.TensorInfo, extra *Adapter) []*Adapter {
-	w := wrapperChain(tensors)
-	out := []*Adapter{w.Then(extra)}
-	if slices.ContainsFunc(tensors, func(t safetensors.TensorInfo) bool { return strings.HasPrefix(w.MapName(t.Name), "model.") }) {
-		titan, _ := Preset("torchtitan-hf")
-		out = append(out, w.Then(titan).Then(extra))
+	out := []Chain{w.Then(extra)}
+	structural := append(slices.Clone(user), presets["torchtitan-hf"], presets["torchtitan-qwen3"],
+		presets["torchtitan-llama3"], presets["hf-v5-fused"], presets["megatron"])
+	for _, a := range structural {
+		if len(a.Families) > 0 && modelType != "" && !slices.Contains(a.Families, modelType) {
+			continue
+		}
+		if a.mapsAny(tensors, w) {
+			out = append(out, w.Then(Chain{a}).Then(extra))
+		}
 	}
 	return out
 }
 
-// Choose applies the pair of candidate adapters, one per side, that gives
-// the largest exact key overlap between the two views. Ties keep the pair
-// listed first, so put the simpler chains first; a single candidate fixes
-// a side's adapter.
-func Choose(published, exported []safetensors.TensorInfo, pubCands, expCands []*Adapter) (pub, exp *View) {
+// Choose applies each pair of candidate chains, one per side, and keeps the
+// pair whose views share the most names. Ties keep the pair listed first, so
+// simpler chains go first; a single candidate fixes a side.
+func Choose(published, exported []safetensors.TensorInfo, pubCands, expCands []Chain, env Env) (pub, exp *View) {
 	best, most := -1, min(len(published), len(exported))
-	var bestExp *Adapter
-	for _, pa := range pubCands {
-		pv := pa.Apply(published)
-		for _, ea := range expCands {
+	for _, pc := range pubCands {
+		pv := pc.Apply(published, env)
+		for _, ec := range expCands {
+			ev := ec.Apply(exported, env)
 			n := 0
-			for _, t := range exported {
-				if _, ok := pv.byName[ea.MapName(t.Name)]; ok {
+			for _, t := range ev.Tensors {
+				if _, ok := pv.byName[t.Name]; ok {
 					n++
 				}
 			}
 			if n > best {
-				best, pub, bestExp = n, pv, ea
+				best, pub, exp = n, pv, ev
 			}
-			if best == most {
-				return pub, bestExp.Apply(exported) // no pair can match more
-			}
-		}
-	}
-	return pub, bestExp.Apply(exported)
-}
-
-// wrapperChain is the wrapper presets whose segments occur in the names.
-func wrapperChain(tensors []safetensors.TensorInfo) *Adapter {
-	out := &Adapter{}
-	var found map[string]bool
-	for _, t := range tensors {
-		// Every wrapper segment contains "module" or "_orig_mod"; HF names
-		// rarely do, so most names cost two substring searches.
-		if !strings.Contains(t.Name, "module") && !strings.Contains(t.Name, "_orig_mod") {
-			continue
-		}
-		for preset, segs := range wrappers {
-			if removeSegments(t.Name, segs) != t.Name {
-				if found == nil {
-					found = make(map[string]bool)
-				}
-				found[preset] = true
+			if best >= most {
+				return pub, exp // no pair can match more
 			}
 		}
 	}
-	for _, preset := range []string{"ddp", "compile", "fsdp"} {
-		if found[preset] {
-			p, _ := Preset(preset)
-			out = out.Then(p)
-		}
-	}
-	return out
+	return pub, exp
 }

@@ -2,12 +2,40 @@ package adapter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
-func TestPresetsMapNames(t *testing.T) {
+func mustChain(t *testing.T, spec string) Chain {
+	t.Helper()
+	c, err := (&Registry{}).ParseChain(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func infos(names ...string) []safetensors.TensorInfo {
+	out := make([]safetensors.TensorInfo, len(names))
+	var off uint64
+	for i, n := range names {
+		out[i] = safetensors.TensorInfo{Name: n, DType: safetensors.F32, Shape: []uint64{2}, DataOffsets: [2]uint64{off, off + 8}}
+		off += 8
+	}
+	return out
+}
+
+func names(v *View) []string {
+	var out []string
+	for _, t := range v.Tensors {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func TestPresetsRename(t *testing.T) {
 	tests := []struct {
 		chain, in, want string
 	}{
@@ -21,17 +49,19 @@ func TestPresetsMapNames(t *testing.T) {
 		{"fsdp", "model.layers.0._fsdp_wrapped_module._checkpoint_wrapped_module.mlp.weight", "model.layers.0.mlp.weight"},
 		{"torchtitan-hf,compile", "_orig_mod.model.model.norm.weight", "model.model.norm.weight"},
 		{"compile,torchtitan-hf", "_orig_mod.model.model.norm.weight", "model.norm.weight"},
+		{"torchtitan-qwen3", "layers.3.attention.wq.weight", "model.layers.3.self_attn.q_proj.weight"},
+		{"torchtitan-qwen3", "layers.3.attention.qkv_linear.wk.weight", "model.layers.3.self_attn.k_proj.weight"},
+		{"torchtitan-qwen3", "output.weight", "lm_head.weight"},
+		{"torchtitan-qwen3", "lm_head.weight", "lm_head.weight"},
+		{"megatron", "decoder.layers.2.mlp.linear_fc2.weight", "model.layers.2.mlp.down_proj.weight"},
 	}
 	for _, tt := range tests {
-		a, err := Parse(tt.chain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := a.MapName(tt.in); got != tt.want {
-			t.Errorf("%s(%s) = %s, want %s", tt.chain, tt.in, got, tt.want)
+		v := mustChain(t, tt.chain).Apply(infos(tt.in), nil)
+		if got := names(v); len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%s(%s) = %v, want %s", tt.chain, tt.in, got, tt.want)
 		}
 	}
-	if _, err := Parse("torchtitan-hf,nope"); err == nil {
+	if _, err := (&Registry{}).ParseChain("torchtitan-hf,nope"); err == nil {
 		t.Error("an unknown preset must be an error")
 	}
 }
@@ -41,12 +71,12 @@ func TestCustom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := StripPrefix("student.").Then(r)
-	if got := a.MapName("student.backbone.norm.weight"); got != "model.norm.weight" {
+	c := Chain{StripPrefix("student."), r}
+	if got := names(c.Apply(infos("student.backbone.norm.weight"), nil)); got[0] != "model.norm.weight" {
 		t.Errorf("got %s", got)
 	}
-	if a.Name() != `strip-prefix=student.,rename=^backbone\.(.*)$=model.$1` {
-		t.Errorf("name %s", a.Name())
+	if c.Name() != `strip-prefix=student.,rename=^backbone\.(.*)$=model.$1` {
+		t.Errorf("name %s", c.Name())
 	}
 	for _, bad := range []string{"noequals", "=x", "(=x"} {
 		if _, err := Rename(bad); err == nil {
@@ -55,24 +85,18 @@ func TestCustom(t *testing.T) {
 	}
 }
 
-func TestApplyCollisions(t *testing.T) {
-	infos := []safetensors.TensorInfo{
-		{Name: "module.a", DType: safetensors.F32, Shape: []uint64{2}, DataOffsets: [2]uint64{0, 8}},
-		{Name: "a", DType: safetensors.F32, Shape: []uint64{2}, DataOffsets: [2]uint64{8, 16}},
-		{Name: "module.b", DType: safetensors.BF16, Shape: []uint64{}, DataOffsets: [2]uint64{16, 18}},
-	}
-	ddp, _ := Preset("ddp")
-	v := ddp.Apply(infos)
+func TestCollisions(t *testing.T) {
+	v := mustChain(t, "ddp").Apply(infos("module.a", "a", "module.b"), nil)
 	if len(v.Tensors) != 2 || len(v.Collisions) != 1 || !slices.Equal(v.Collisions[0].Sources, []string{"module.a", "a"}) {
 		t.Fatalf("view %+v", v)
 	}
 	b, ok := v.Tensor("b")
-	if !ok || b.Source != "module.b" || len(b.Segments) != 1 || b.Segments[0] != (Segment{Source: 2, Offset: 0, Length: 2}) {
+	if !ok || b.Source != "module.b" || len(b.Segments) != 1 || b.Segments[0] != (Segment{Source: 2, Offset: 0, Length: 8}) {
 		t.Errorf("b = %+v", b)
 	}
 }
 
-func TestAuto(t *testing.T) {
+func TestChoose(t *testing.T) {
 	hf := []string{"model.embed_tokens.weight", "model.layers.0.mlp.up_proj.weight", "model.norm.weight"}
 	prefix := func(p string, names []string) []string {
 		out := make([]string, len(names))
@@ -82,38 +106,107 @@ func TestAuto(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name     string
-		pub, exp []string
-		wantPub  string
-		wantExp  string
+		name             string
+		pub, exp         []string
+		wantPub, wantExp string
 	}{
 		{"identical", hf, hf, "hf", "hf"},
 		{"torchtitan wrapper", hf, append(prefix("model.", hf), "model.lm_head.weight"), "hf", "torchtitan-hf"},
 		{"compiled ddp", hf, prefix("module._orig_mod.", hf), "hf", "ddp,compile"},
 		{"compiled torchtitan", hf, prefix("_orig_mod.model.", hf), "hf", "compile,torchtitan-hf"},
 		{"published is the wrapped one", prefix("model.", hf), hf, "torchtitan-hf", "hf"},
+		{"native torchtitan", hf, []string{"tok_embeddings.weight", "layers.0.feed_forward.w3.weight", "norm.weight"}, "hf", "torchtitan-qwen3"},
+		{"megatron", hf, []string{"embedding.word_embeddings.weight", "decoder.final_layernorm.weight"}, "hf", "megatron"},
 		{"unrelated", hf, []string{"x", "y"}, "hf", "hf"},
 		{"empty", nil, nil, "hf", "hf"},
 	}
 	for _, tt := range tests {
-		pub, exp := infos(tt.pub), infos(tt.exp)
-		p, e := Choose(pub, exp, Candidates(pub, nil), Candidates(exp, nil))
+		pub, exp := infos(tt.pub...), infos(tt.exp...)
+		p, e := Choose(pub, exp, Candidates(pub, "", nil, nil), Candidates(exp, "", nil, nil), nil)
 		if p.Adapter != tt.wantPub || e.Adapter != tt.wantExp {
 			t.Errorf("%s: got %s / %s, want %s / %s", tt.name, p.Adapter, e.Adapter, tt.wantPub, tt.wantExp)
 		}
 	}
-	// A single candidate fixes a side.
-	hfOnly := []*Adapter{{}}
-	pub, exp := infos(hf), infos(prefix("model.", hf))
-	if _, e := Choose(pub, exp, hfOnly, hfOnly); e.Adapter != "hf" || len(e.Tensors) != len(hf) {
-		t.Errorf("fixed: %s", e.Adapter)
+	// The family decides between adapters that match the same names.
+	exp := infos("tok_embeddings.weight", "layers.0.attention.wq.weight")
+	for modelType, want := range map[string]string{"llama": "torchtitan-llama3", "qwen3": "torchtitan-qwen3", "": "torchtitan-qwen3"} {
+		cands := Candidates(exp, modelType, nil, nil)
+		if len(cands) < 2 || cands[1].Name() != want {
+			t.Errorf("%q: candidates %v, want %s second", modelType, cands, want)
+		}
 	}
 }
 
-func infos(names []string) []safetensors.TensorInfo {
-	out := make([]safetensors.TensorInfo, len(names))
-	for i, n := range names {
-		out[i] = safetensors.TensorInfo{Name: n, DType: safetensors.F32, Shape: []uint64{}}
+func TestParseErrors(t *testing.T) {
+	for _, src := range []string{
+		"doc no name",
+		"name x\nfrobnicate a b",
+		"name x\nrename a",
+		"name x\nrename a.{i} b.{j}",
+		"name x\npermute a b",
+		"name x\nsplit a b c sizes=1",
+		"name x\nsplit a b c dim=-1",
+		"name x\nsplit a b c groups=2*",
+		"name x\nsplit a b c groups=2**3",
+		"name x\nregex ( y",
+		"name x\ndrop a",
+		"name x\nconcat a b",
+		"name x\nunstack a b color=red",
+	} {
+		if _, err := Parse("test", src); err == nil {
+			t.Errorf("%q: want an error", src)
+		}
 	}
-	return out
+	a, err := Parse("test", "# comment\nname x # trailing\ndoc one\ndoc two\nfamily llama mistral\nrename a b")
+	if err != nil || a.Name != "x" || a.Doc != "one two" || !slices.Equal(a.Families, []string{"llama", "mistral"}) {
+		t.Errorf("%+v %v", a, err)
+	}
+}
+
+func TestExpressions(t *testing.T) {
+	env := Env{"num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+	for src, want := range map[string]int64{
+		"num_attention_heads/num_key_value_heads*head_dim": 512,
+		"head_dim":        128,
+		"2+3*4":           14,
+		"hidden_size-1+1": 4096,
+	} {
+		e, err := parseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.eval(env, false); err != nil || got != want {
+			t.Errorf("%s = %d, %v; want %d", src, got, err, want)
+		}
+	}
+	for _, src := range []string{"7/2", "missing", "1/0", "hidden_size/0"} {
+		e, err := parseExpr(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if _, err := e.eval(env, false); err == nil {
+			t.Errorf("%s: want an error", src)
+		}
+	}
+}
+
+func TestPresetsParseAndDocument(t *testing.T) {
+	for _, a := range Presets() {
+		if a.Doc == "" || !strings.Contains(a.Source, a.Name) {
+			t.Errorf("preset %s: doc %q", a.Name, a.Doc)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, a := range Presets() {
+		f.Add(a.Source)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		a, err := Parse("fuzz", src)
+		if err != nil {
+			return
+		}
+		Chain{a}.Apply(infos("layers.0.attention.wq.weight", "a.b.c"), Env{"num_attention_heads": 1, "hidden_size": 2})
+	})
 }

@@ -77,6 +77,9 @@ type Config struct {
 	// Quantized is set when the config has a quantization_config: stored
 	// dtypes then differ from DType on purpose.
 	Quantized bool
+	// Ints holds every non-negative integer field, from text_config too
+	// (top-level fields win): what adapter rules may compute with.
+	Ints map[string]uint64
 	// Err is set when config.json exists but is not a JSON object.
 	Err error
 }
@@ -406,5 +409,14 @@ func parseConfig(c *Config, b []byte) *Config {
 		get("dtype", &c.DType)
 	}
 	_, c.Quantized = raw["quantization_config"]
+	c.Ints = make(map[string]uint64)
+	for _, fields := range []map[string]json.RawMessage{text, raw} {
+		for k, v := range fields {
+			var n uint64
+			if json.Unmarshal(v, &n) == nil {
+				c.Ints[k] = n
+			}
+		}
+	}
 	return c
 }

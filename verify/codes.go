@@ -24,6 +24,8 @@ const (
 	CodeTiedWeight       = "tied_weight"
 	CodeAdapterCollision = "adapter_collision"
 	CodeLowKeyOverlap    = "low_key_overlap"
+	CodeAdapterDropped   = "adapter_dropped"
+	CodeAdapterError     = "adapter_error"
 
 	CodeValueMismatch      = "value_mismatch"
 	CodeNonFinite          = "nonfinite"
@@ -76,5 +78,7 @@ var Codes = []CodeDoc{
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},
 	{CodeTiedWeightMismatch, Error, "diff --values: a tied lm_head.weight differs from its side's embedding"},
 	{CodeUnchanged, Info, "diff --values with a tolerance: tensors bit-identical to the published ones (frozen, or never trained?)"},
+	{CodeAdapterDropped, Warning, "diff: the adapter drops a tensor with no Hugging Face counterpart (e.g. torchtitan's expert_bias), with its reason"},
+	{CodeAdapterError, Error, "diff: an adapter rule matched a tensor it cannot map (shape or config does not fit): a stale mapping"},
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
 }

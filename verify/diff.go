@@ -21,11 +21,16 @@ const (
 const LMHead = "lm_head.weight"
 
 // DiffOptions says how to read the two sides and what to demand of them.
+// The zero value chooses adapters automatically and demands nothing.
 type DiffOptions struct {
-	// Adapters per side ([0] published, [1] exported); nil chooses one with
-	// adapter.Choose among adapter.Candidates. Extra runs after the adapter
-	// (custom renames).
-	Adapters, Extra [2]*adapter.Adapter
+	// Adapters per side ([0] published, [1] exported) where Fixed says so;
+	// otherwise adapter.Choose picks among adapter.Candidates.
+	Adapters [2]adapter.Chain
+	Fixed    [2]bool
+	// Extra runs after each side's adapter (custom renames).
+	Extra [2]adapter.Chain
+	// User adapters (--adapter-file) are candidates too.
+	User []*adapter.Adapter
 	// Tied overrides tie_word_embeddings from config.json.
 	Tied *bool
 	// DType, when set, is the dtype every floating-point tensor of the
@@ -56,8 +61,9 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 	cks := [2]*safetensors.Checkpoint{pub, exp}
 	sides := [2]string{Published, Exported}
 	// Each side is validated and its adapter candidates found in parallel.
+	modelType, env := configOf(pub, exp)
 	var validated [2][]Finding
-	var candidates [2][]*adapter.Adapter
+	var candidates [2][]adapter.Chain
 	var physical [2][]safetensors.TensorInfo
 	var wg sync.WaitGroup
 	for i, c := range cks {
@@ -67,10 +73,10 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 			for j, s := range d.Sources[i] {
 				physical[i][j] = s.Info
 			}
-			if a := opt.Adapters[i]; a != nil {
-				candidates[i] = []*adapter.Adapter{a.Then(opt.Extra[i])}
+			if opt.Fixed[i] {
+				candidates[i] = []adapter.Chain{opt.Adapters[i].Then(opt.Extra[i])}
 			} else {
-				candidates[i] = adapter.Candidates(physical[i], opt.Extra[i])
+				candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, opt.Extra[i])
 			}
 			validated[i] = Validate(c)
 			for j := range validated[i] {
@@ -80,8 +86,16 @@ func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
 	}
 	wg.Wait()
 	d.Findings = append(validated[0], validated[1]...)
-	d.Views[0], d.Views[1] = adapter.Choose(physical[0], physical[1], candidates[0], candidates[1])
+	d.Views[0], d.Views[1] = adapter.Choose(physical[0], physical[1], candidates[0], candidates[1], env)
 	for i := range cks {
+		for _, dr := range d.Views[i].Dropped {
+			d.Findings = append(d.Findings, Finding{Code: CodeAdapterDropped, Severity: Warning, Side: sides[i], Key: dr.Name,
+				Message: "no Hugging Face counterpart: " + dr.Reason})
+		}
+		for _, e := range d.Views[i].Errors {
+			d.Findings = append(d.Findings, Finding{Code: CodeAdapterError, Severity: Error, Side: sides[i], Key: e.Name,
+				Message: e.Message + " (rule " + e.Rule + ")"})
+		}
 		for _, c := range d.Views[i].Collisions {
 			if !slices.ContainsFunc(c.Sources, func(n string) bool { return n != c.Sources[0] }) {
 				continue // one name in several shards: validation's duplicate_key_across_shards
@@ -111,6 +125,17 @@ func overlapHint(pub, exp *adapter.View) []Finding {
 	return []Finding{{Code: CodeLowKeyOverlap, Severity: Warning,
 		Message: fmt.Sprintf("only %d of %d published keys are in the export under adapters %s / %s; the export may use another naming scheme (see --adapter, --strip-prefix, --rename)",
 			common, len(pub.Tensors), pub.Adapter, exp.Adapter)}}
+}
+
+// configOf is the model type and config values adapters use: the published
+// config.json's, else the exported one's.
+func configOf(pub, exp *safetensors.Checkpoint) (string, adapter.Env) {
+	for _, c := range []*safetensors.Checkpoint{pub, exp} {
+		if c.Config != nil && c.Config.Err == nil {
+			return c.Config.ModelType, adapter.Env(c.Config.Ints)
+		}
+	}
+	return "", nil
 }
 
 // sources lists a checkpoint's physical tensors, shard by shard. A name

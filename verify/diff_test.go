@@ -209,7 +209,7 @@ func TestDiffScenarios(t *testing.T) {
 			exported: func(t *testing.T) string {
 				return export(t, rename(bf16, func(n string) string { return "student." + strings.Replace(n, "model.", "backbone.", 1) }), nil)
 			},
-			opt:  DiffOptions{Extra: [2]*adapter.Adapter{nil, mustRename(t, `^student\.backbone\.=model.`)}},
+			opt:  DiffOptions{Extra: [2]adapter.Chain{nil, {mustRename(t, `^student\.backbone\.=model.`)}}},
 			want: nil, wantAdapter: `rename=^student\.backbone\.=model.`,
 		},
 		{

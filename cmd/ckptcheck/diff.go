@@ -28,6 +28,8 @@ func diffCommand() *cli.Command {
 		Flags: []cli.Flag{
 			formatFlag, failOnFlag, verboseFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, SIDE=CHAIN (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default"},
+			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter written in the rule language (see `ckptcheck adapters`); it can be named in --adapter and auto considers it", TakesFile: true},
+			&cli.StringFlag{Name: "explain", Usage: "print how KEY (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
 			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove this prefix from exported names (repeatable, applied in order)"},
 			&cli.StringSliceFlag{Name: "rename", Usage: "rewrite exported names: 'REGEX=REPLACEMENT', Go regexp syntax with $1 groups (repeatable)"},
 			&cli.StringFlag{Name: "tied", Usage: "true or false: override tie_word_embeddings from config.json"},
@@ -72,6 +74,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	d := verify.Diff(cks[0], cks[1], opt)
+	if key := cmd.String("explain"); key != "" {
+		return explain(cmd.Root().Writer, cmd.String("format"), key, d)
+	}
 	inputs := []verify.Input{describe(cks[0], verify.Published), describe(cks[1], verify.Exported)}
 	for i := range inputs {
 		inputs[i].Adapter = d.Views[i].Adapter
@@ -136,6 +141,19 @@ func valuePolicy(cmd *cli.Command) (verify.ValuePolicy, error) {
 
 func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 	var opt verify.DiffOptions
+	reg := &adapter.Registry{}
+	for _, file := range cmd.StringSlice("adapter-file") {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return opt, err
+		}
+		a, err := adapter.Parse(file, string(b))
+		if err != nil {
+			return opt, usageError("--adapter-file: %v", err)
+		}
+		reg.Add(a)
+	}
+	opt.User = reg.User()
 	for _, spec := range cmd.StringSlice("adapter") {
 		side, chain := 1, spec
 		if s, c, ok := strings.Cut(spec, "="); ok {
@@ -149,25 +167,25 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 			chain = c
 		}
 		if chain == "auto" {
-			opt.Adapters[side] = nil
+			opt.Fixed[side] = false
 			continue
 		}
-		a, err := adapter.Parse(chain)
+		c, err := reg.ParseChain(chain)
 		if err != nil {
 			return opt, usageError("--adapter: %v", err)
 		}
-		opt.Adapters[side] = a
+		opt.Adapters[side], opt.Fixed[side] = c, true
 	}
-	var extra *adapter.Adapter
+	var extra adapter.Chain
 	for _, p := range cmd.StringSlice("strip-prefix") {
-		extra = extra.Then(adapter.StripPrefix(p))
+		extra = append(extra, adapter.StripPrefix(p))
 	}
 	for _, r := range cmd.StringSlice("rename") {
 		a, err := adapter.Rename(r)
 		if err != nil {
 			return opt, usageError("%v", err)
 		}
-		extra = extra.Then(a)
+		extra = append(extra, a)
 	}
 	opt.Extra[1] = extra
 	switch t := cmd.String("tied"); t {

@@ -64,7 +64,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 			return usageError("%v", err)
 		},
-		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), codesCommand()},
+		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), adaptersCommand(), codesCommand()},
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page

@@ -264,3 +264,47 @@ func TestDiffValuesCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestAdaptersAndExplain(t *testing.T) {
+	code, out, _ := ckptcheck(t, "adapters")
+	if code != 0 || !strings.Contains(out, "torchtitan-qwen3") || !strings.Contains(out, "megatron") {
+		t.Errorf("adapters: %d\n%s", code, out)
+	}
+	code, out, _ = ckptcheck(t, "adapters", "torchtitan-llama3")
+	if code != 0 || !strings.Contains(out, "permute layers.{i}.attention.wq.weight") {
+		t.Errorf("adapters NAME: %d\n%s", code, out)
+	}
+	if code, _, _ := ckptcheck(t, "adapters", "nope"); code != 2 {
+		t.Errorf("unknown adapter: exit %d", code)
+	}
+	pub, exp := "../../testdata/published", "../../testdata/exported"
+	code, out, _ = ckptcheck(t, "diff", pub, exp, "--explain", "model.layers.2.self_attn.k_norm.weight")
+	if code != 0 || !strings.Contains(out, "exported (adapter hf): no tensor of that name") || !strings.Contains(out, "published (adapter hf): BF16 [8]") {
+		t.Errorf("explain: %d\n%s", code, out)
+	}
+
+	// A user adapter file, by name and in auto.
+	dir := t.TempDir()
+	var ts []safetensors.Tensor
+	for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
+		x.Name = strings.Replace(x.Name, "model.", "student.", 1)
+		ts = append(ts, x)
+	}
+	fixture.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
+	rules := filepath.Join(t.TempDir(), "student.adapter")
+	os.WriteFile(rules, []byte("name student\ndoc distilled copies\nrename student.{a} model.{a}\nregex ^student\\.(.*)$ model.$1\n"), 0o644)
+	for _, args := range [][]string{
+		{"diff", pub, dir, "--adapter-file", rules},
+		{"diff", pub, dir, "--adapter-file", rules, "--adapter", "exported=student"},
+	} {
+		code, out, _ := ckptcheck(t, append(args, "--format", "json")...)
+		if code != 0 || !strings.Contains(out, `"adapter": "student"`) {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.adapter")
+	os.WriteFile(bad, []byte("name bad\nfrobnicate x\n"), 0o644)
+	if code, _, stderr := ckptcheck(t, "diff", pub, dir, "--adapter-file", bad); code != 2 || !strings.Contains(stderr, "bad.adapter:2") {
+		t.Errorf("bad adapter file: exit %d, %s", code, stderr)
+	}
+}

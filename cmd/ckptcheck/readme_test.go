@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -60,5 +61,26 @@ func TestExampleIsWhatGenWrites(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("testdata/%s differs from what testdata/gen writes; run make testdata", f)
 		}
+	}
+}
+
+// TestReadmeAdapterExampleParses keeps the README's adapter file valid.
+func TestReadmeAdapterExampleParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "**Your own adapters**")
+	if !ok {
+		t.Fatal("README has no adapter example")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	example, _, _ := strings.Cut(rest, "```")
+	a, err := adapter.Parse("README", example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name != "student" || a.Doc == "" {
+		t.Errorf("%+v", a)
 	}
 }
