@@ -177,6 +177,13 @@ func tieOf(pub, exp *safetensors.Checkpoint, flag *bool) tie {
 	return tie{}
 }
 
+// isBuffer reports whether a name is a non-persistent buffer that some
+// writers save and others do not: rotary inverse frequencies, recomputed
+// from the config at load. The diff ignores them on both sides.
+func isBuffer(name string) bool {
+	return name == "rotary_emb.inv_freq" || strings.HasSuffix(name, ".rotary_emb.inv_freq")
+}
+
 func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []Finding {
 	out := make([]Finding, 0, len(exp.Tensors)) // room for a dtype difference on every tensor
 	// An F32 export has a dtype difference on every tensor, all alike: build
@@ -226,6 +233,9 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 		if ok {
 			matched++
 		}
+		if !ok && isBuffer(t.Name) {
+			continue
+		}
 		if !ok {
 			if t.Name == LMHead {
 				if f, ok := headOnOneSide(pub, exp, Exported); ok {
@@ -259,7 +269,7 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 		if matched == len(exp.Tensors) {
 			continue // every exported key has its published counterpart
 		}
-		if _, ok := pub.Tensor(e.Name); ok {
+		if _, ok := pub.Tensor(e.Name); ok || isBuffer(e.Name) {
 			continue
 		}
 		if e.Name == LMHead {

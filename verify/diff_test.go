@@ -119,13 +119,13 @@ func TestDiffScenarios(t *testing.T) {
 						ts[i].Shape = []uint64{x.Shape[1], x.Shape[0]}
 					}
 				}
-				ts = append(ts, safetensors.Tensor{Name: "model.rotary_emb.inv_freq", DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
+				ts = append(ts, safetensors.Tensor{Name: "model.causal_mask", DType: safetensors.BOOL, Shape: []uint64{4, 4}, Data: make([]byte, 16)})
 				return export(t, ts, nil)
 			},
 			want: []string{
 				"error missing_key model.layers.1.self_attn.k_norm.weight",
 				"error shape_mismatch model.layers.3.mlp.down_proj.weight",
-				"error unexpected_key model.rotary_emb.inv_freq",
+				"error unexpected_key model.causal_mask",
 			},
 			wantAdapter: "hf",
 		},
@@ -242,6 +242,17 @@ func TestDiffScenarios(t *testing.T) {
 				t.Errorf("%d dtype warnings, want %d", warns, tt.dtypeWarns)
 			}
 		})
+	}
+}
+
+func TestRotaryBuffersIgnored(t *testing.T) {
+	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
+	withBuffers := append(slices.Clone(bf16), safetensors.Tensor{Name: "model.layers.0.self_attn.rotary_emb.inv_freq",
+		DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
+	for _, dirs := range [][2]string{{published(t), export(t, withBuffers, nil)}, {export(t, withBuffers, fixture.Tiny.Config("bfloat16")), export(t, bf16, nil)}} {
+		if d := diffPaths(t, dirs[0], dirs[1], DiffOptions{}); len(d.Findings) != 0 {
+			t.Errorf("%v", d.Findings)
+		}
 	}
 }
 

@@ -23,11 +23,15 @@ import (
 // of F32, small enough that a chunk is still in cache when it is compared.
 // Memory is this times the element sizes, per worker, whatever the
 // checkpoint's size.
-const chunkElems = 1 << 18
+var chunkElems uint64 = 1 << 18 // a variable so tests can make it small
 
 // blockElems is how many elements are decoded to float64 at a time, so the
 // decoded values stay in cache.
 const blockElems = 4096
+
+// maxParts caps the work items of one tensor, whose partial results are
+// kept until the tensor is done.
+var maxParts uint64 = 64
 
 // ValueOptions configures CompareValues.
 type ValueOptions struct {
@@ -365,12 +369,17 @@ func runComparisons(ctx context.Context, cmps []*comparison, workers int, progre
 			if !filter(c) {
 				continue
 			}
+			// At most maxParts work items a tensor, so that the partial
+			// results kept do not grow with the checkpoint; a worker reads
+			// an item chunkElems at a time.
 			n := c.stats.Elements
-			parts := int((n + chunkElems - 1) / chunkElems)
+			per := max(chunkElems, (n+maxParts-1)/maxParts)
+			per = (per + chunkElems - 1) / chunkElems * chunkElems
+			parts := int((n + per - 1) / per)
 			c.parts = make([]partial, max(parts, 1))
 			for i := range parts {
-				start := uint64(i) * chunkElems
-				out = append(out, chunk{c: c, part: i, start: start, len: min(chunkElems, n-start)})
+				start := uint64(i) * per
+				out = append(out, chunk{c: c, part: i, start: start, len: min(per, n-start)})
 			}
 		}
 		return out
@@ -382,21 +391,25 @@ func runComparisons(ctx context.Context, cmps []*comparison, workers int, progre
 	// differ skips the rest of its chunks: the second pass reads it all.
 	first := chunksOf(func(c *comparison) bool { return fastExact(c.pub.t.DType, c.exp.t.DType) })
 	if err := parallel(ctx, first, workers, func(w *worker, ch chunk) error {
-		if ch.c.dirty.Load() {
-			total.Add(-int64(chunkBytes(ch))) // not read after all
-			advance(0)
-			return nil
-		}
-		p, e, err := w.load(ch)
-		if err != nil {
-			return err
-		}
-		read.Add(int64(len(p) + len(e)))
-		if !exactChunk(ch.c.pub.t.DType, ch.c.exp.t.DType, p, e) && ch.c.dirty.CompareAndSwap(false, true) {
-			total.Add(int64(ch.c.pub.size() + ch.c.exp.size())) // read again in pass 2
-		}
-		advance(chunkBytes(ch))
-		return nil
+		return w.each(ch, func(piece chunk) bool {
+			if ch.c.dirty.Load() {
+				rest := ch.start + ch.len - piece.start
+				total.Add(-int64(bytesFor(ch.c.pub.t.DType, rest) + bytesFor(ch.c.exp.t.DType, rest))) // not read after all
+				advance(0)
+				return false
+			}
+			p, e, err := w.load(piece)
+			if err != nil {
+				w.err = err
+				return false
+			}
+			read.Add(int64(len(p) + len(e)))
+			if !exactChunk(ch.c.pub.t.DType, ch.c.exp.t.DType, p, e) && ch.c.dirty.CompareAndSwap(false, true) {
+				total.Add(int64(ch.c.pub.size() + ch.c.exp.size())) // read again in pass 2
+			}
+			advance(chunkBytes(piece))
+			return true
+		})
 	}); err != nil {
 		return read.Load(), err
 	}
@@ -413,14 +426,20 @@ func runComparisons(ctx context.Context, cmps []*comparison, workers int, progre
 	// Pass 2: full statistics.
 	second := chunksOf(func(c *comparison) bool { return c.dirty.Load() })
 	err := parallel(ctx, second, workers, func(w *worker, ch chunk) error {
-		p, e, err := w.load(ch)
-		if err != nil {
-			return err
-		}
-		read.Add(int64(len(p) + len(e)))
-		ch.c.parts[ch.part] = w.compare(ch, p, e)
-		advance(chunkBytes(ch))
-		return nil
+		var sum partial
+		err := w.each(ch, func(piece chunk) bool {
+			p, e, err := w.load(piece)
+			if err != nil {
+				w.err = err
+				return false
+			}
+			read.Add(int64(len(p) + len(e)))
+			sum.merge(w.compare(piece, p, e))
+			advance(chunkBytes(piece))
+			return true
+		})
+		ch.c.parts[ch.part] = sum
+		return err
 	})
 	for _, c := range cmps {
 		if c.dirty.Load() {
@@ -518,8 +537,24 @@ func parallel(ctx context.Context, chunks []chunk, workers int, do func(*worker,
 
 // A worker owns its read and decode buffers, reused for every chunk.
 type worker struct {
+	err        error
 	pbuf, ebuf []byte
 	pf, ef     [2 * blockElems]float64
+}
+
+// each calls fn for the pieces of ch, chunkElems elements at a time, in
+// order, until fn returns false; fn loads each piece itself (so a skipped
+// piece is never read) and leaves an error in w.err.
+func (w *worker) each(ch chunk, fn func(piece chunk) bool) error {
+	w.err = nil
+	for off := uint64(0); off < ch.len; off += chunkElems {
+		piece := ch
+		piece.start, piece.len = ch.start+off, min(chunkElems, ch.len-off)
+		if !fn(piece) {
+			break
+		}
+	}
+	return w.err
 }
 
 func (w *worker) load(ch chunk) (p, e []byte, err error) {
@@ -670,32 +705,37 @@ func (r *partial) ints(pd, ed safetensors.DType, p, e []byte, pf, ef []float64, 
 	r.mismatches = before + exact
 }
 
+// merge adds r, the statistics of the elements that follow t's.
+func (t *partial) merge(r partial) {
+	t.n += r.n
+	t.mismatches += r.mismatches
+	t.nonfinite += r.nonfinite
+	t.sumAbs += r.sumAbs
+	t.sumD2 += r.sumD2
+	t.sumP2 += r.sumP2
+	t.sumE2 += r.sumE2
+	t.sumPE += r.sumPE
+	if r.hasMax && (!t.hasMax || r.maxAbs > t.maxAbs) {
+		t.maxAbs, t.maxIdx, t.maxP, t.maxE, t.hasMax = r.maxAbs, r.maxIdx, r.maxP, r.maxE, true
+	}
+	if r.hasNaN && !t.hasNaN {
+		t.hasNaN, t.nanIdx = true, r.nanIdx
+	}
+	if r.hasFirst {
+		if !t.hasFirst {
+			t.pFirst, t.eFirst, t.hasFirst = r.pFirst, r.eFirst, true
+		}
+		t.pVaries = t.pVaries || r.pVaries || r.pFirst != t.pFirst
+		t.eVaries = t.eVaries || r.eVaries || r.eFirst != t.eFirst
+	}
+	t.bitDiff = t.bitDiff || r.bitDiff
+}
+
 // finish merges a comparison's partials into its statistics.
 func (c *comparison) finish() {
 	var t partial
 	for _, r := range c.parts {
-		t.n += r.n
-		t.mismatches += r.mismatches
-		t.nonfinite += r.nonfinite
-		t.sumAbs += r.sumAbs
-		t.sumD2 += r.sumD2
-		t.sumP2 += r.sumP2
-		t.sumE2 += r.sumE2
-		t.sumPE += r.sumPE
-		if r.hasMax && (!t.hasMax || r.maxAbs > t.maxAbs) {
-			t.maxAbs, t.maxIdx, t.maxP, t.maxE, t.hasMax = r.maxAbs, r.maxIdx, r.maxP, r.maxE, true
-		}
-		if r.hasNaN && !t.hasNaN {
-			t.hasNaN, t.nanIdx = true, r.nanIdx
-		}
-		if r.hasFirst {
-			if !t.hasFirst {
-				t.pFirst, t.eFirst, t.hasFirst = r.pFirst, r.eFirst, true
-			}
-			t.pVaries = t.pVaries || r.pVaries || r.pFirst != t.pFirst
-			t.eVaries = t.eVaries || r.eVaries || r.eFirst != t.eFirst
-		}
-		t.bitDiff = t.bitDiff || r.bitDiff
+		t.merge(r)
 	}
 	s := &c.stats
 	s.Mismatches = t.mismatches

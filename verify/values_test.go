@@ -306,3 +306,26 @@ func TestBF16UpcastEqual(t *testing.T) {
 		t.Error("unaligned exact upcast must compare equal")
 	}
 }
+
+// TestChunkingDoesNotChangeResults compares with tiny pieces and few work
+// items per tensor, so that items span many pieces and tensors many items.
+func TestChunkingDoesNotChangeResults(t *testing.T) {
+	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
+	exp := export(t, mapTensors(bf16, func(x safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 9) }), nil)
+	pub := published(t)
+	want, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{})
+	defer func(c, m uint64) { chunkElems, maxParts = c, m }(chunkElems, maxParts)
+	chunkElems, maxParts = 16, 3
+	got, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: 3})
+	for i, w := range want.Tensors {
+		g := got.Tensors[i]
+		if g.Key != w.Key || g.Mismatches != w.Mismatches || g.MaxAbsDiff != w.MaxAbsDiff || !slices.Equal(g.MaxAt, w.MaxAt) ||
+			math.Abs(float64(g.RelL2-w.RelL2)) > 1e-12 || math.Abs(float64(g.Cosine-w.Cosine)) > 1e-12 {
+			t.Errorf("%s: chunked %+v\nwhole %+v", w.Key, g, w)
+		}
+	}
+	// Pass 1 stops at a tensor's first differing piece: smaller pieces, less read.
+	if got.BytesRead > want.BytesRead {
+		t.Errorf("read %d bytes chunked, %d whole", got.BytesRead, want.BytesRead)
+	}
+}
