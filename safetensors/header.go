@@ -162,18 +162,7 @@ func (p *parser) leave() { p.depth-- }
 // members calls fn for each member of the object that starts at the cursor,
 // with the cursor on the member's value.
 func (p *parser) members(fn func(key string) error) error {
-	if err := p.enter(); err != nil {
-		return err
-	}
-	if err := p.expect('{'); err != nil {
-		return err
-	}
-	if p.peek() == '}' {
-		p.i++
-		p.leave()
-		return nil
-	}
-	for {
+	return p.sequence('{', '}', "object", func(int) error {
 		if p.peek() != '"' {
 			return p.fail("expected an object key")
 		}
@@ -184,48 +173,42 @@ func (p *parser) members(fn func(key string) error) error {
 		if err := p.expect(':'); err != nil {
 			return err
 		}
-		if err := fn(key); err != nil {
-			return err
-		}
-		switch p.peek() {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			p.leave()
-			return nil
-		default:
-			return p.fail("expected ',' or '}' in object")
-		}
-	}
+		return fn(key)
+	})
 }
 
 // elements calls fn for each element of the array that starts at the cursor.
 func (p *parser) elements(fn func(n int) error) error {
+	return p.sequence('[', ']', "array", fn)
+}
+
+// sequence parses open, items separated by commas, then close, one nesting
+// level deeper.
+func (p *parser) sequence(open, close byte, what string, item func(n int) error) error {
 	if err := p.enter(); err != nil {
 		return err
 	}
-	if err := p.expect('['); err != nil {
+	if err := p.expect(open); err != nil {
 		return err
 	}
-	if p.peek() == ']' {
+	if p.peek() == close {
 		p.i++
 		p.leave()
 		return nil
 	}
 	for n := 0; ; n++ {
-		if err := fn(n); err != nil {
+		if err := item(n); err != nil {
 			return err
 		}
 		switch p.peek() {
 		case ',':
 			p.i++
-		case ']':
+		case close:
 			p.i++
 			p.leave()
 			return nil
 		default:
-			return p.fail("expected ',' or ']' in array")
+			return p.fail("expected ',' or '%c' in %s", close, what)
 		}
 	}
 }

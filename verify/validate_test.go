@@ -17,8 +17,7 @@ import (
 func published(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "published")
-	q := fixture.Tiny
-	if err := fixture.WriteSharded(dir, q.Tensors(safetensors.BF16), 3, q.Config("bfloat16")); err != nil {
+	if err := fixture.WritePublished(dir, fixture.Tiny); err != nil {
 		t.Fatal(err)
 	}
 	return dir
