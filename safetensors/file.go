@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -114,6 +115,13 @@ func (f *File) Close() error {
 // Open opens the named file read-only and reads its header. See NewFile for
 // what it returns on a malformed file.
 func Open(name string) (*File, error) {
+	// A FIFO or device would block or never end: only regular files (or
+	// symlinks to them, as in the hub cache) are opened.
+	if st, err := os.Stat(name); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
+	}
 	fh, err := os.Open(name)
 	if err != nil {
 		return nil, err

@@ -119,6 +119,17 @@ func (o operand) size() uint64 {
 	return n * uint64(o.t.DType.Bits()) / 8
 }
 
+// unreadable says why the operand's bytes cannot be trusted, or "": a shard
+// that failed validation (truncated, overlapping offsets) is not read.
+func (o operand) unreadable() string {
+	for _, seg := range o.t.Segments {
+		if s := o.src[seg.Source].Shard; s.Err != nil {
+			return fmt.Sprintf("%s failed validation; its values are not read", s.Path)
+		}
+	}
+	return ""
+}
+
 // read fills buf with the logical tensor's bytes from off on, walking its
 // segments in order.
 func (o operand) read(buf []byte, off uint64) error {
@@ -181,6 +192,9 @@ func (d *Diffed) CompareValues(ctx context.Context, opt ValueOptions) (*ValueRep
 		c.tol, c.stats.Tolerance = tol, tol
 		if skip == "" {
 			skip = uncomparable(p.DType, e.DType)
+		}
+		if skip == "" {
+			skip = c.pub.unreadable() + c.exp.unreadable()
 		}
 		if skip != "" {
 			c.stats.Skipped = skip

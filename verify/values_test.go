@@ -329,3 +329,15 @@ func TestChunkingDoesNotChangeResults(t *testing.T) {
 		t.Errorf("read %d bytes chunked, %d whole", got.BytesRead, want.BytesRead)
 	}
 }
+
+func TestValuesSkipInvalidShards(t *testing.T) {
+	exp := export(t, fixture.Tiny.Tensors(safetensors.BF16), nil)
+	p := filepath.Join(exp, "model-00001-of-00001.safetensors")
+	st, _ := os.Stat(p)
+	os.Truncate(p, st.Size()-100)
+	rep, fs := compareValues(t, published(t), exp, DiffOptions{}, ValueOptions{})
+	if rep.Compared != 0 || rep.Skipped != len(fixture.Tiny.Specs()) || len(fs) != 0 ||
+		!strings.Contains(rep.Tensors[0].Skipped, "failed validation") {
+		t.Errorf("%+v %v", rep, fs)
+	}
+}
