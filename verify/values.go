@@ -225,7 +225,7 @@ func (d *Diffed) CompareValues(ctx context.Context, opt ValueOptions) (*ValueRep
 		case s.BitIdentical:
 			rep.BitIdentical++
 			unchanged = append(unchanged, s.Key)
-		case s.Mismatches > 0 || (!s.constant && float64(s.Cosine) < 0.5 && float64(s.RelL2) > 0.5):
+		case s.Mismatches > 0 || s.reinitialized():
 			rep.Mismatched++
 		case c.tol == (Tolerance{}) || s.MaxAbsDiff == 0:
 			rep.Equal++
@@ -239,7 +239,7 @@ func (d *Diffed) CompareValues(ctx context.Context, opt ValueOptions) (*ValueRep
 		if c.stats.Mismatches > 0 {
 			findings = append(findings, Finding{Code: CodeTiedWeightMismatch, Severity: Error, Side: c.tie, Key: LMHead,
 				Message: fmt.Sprintf("differs from the tied %s on the %s side: %d of %d elements, worst |Δ| %s at %s",
-					c.exp.t.Name, c.tie, c.stats.Mismatches, c.stats.Elements, fmtFloat(float64(c.stats.MaxAbsDiff)), coords(c.stats.MaxAt))})
+					c.pub.t.Name, c.tie, c.stats.Mismatches, c.stats.Elements, fmtFloat(float64(c.stats.MaxAbsDiff)), coords(c.stats.MaxAt))})
 		}
 	}
 	if opt.Policy.Tolerant() && len(unchanged) > 0 {
@@ -309,14 +309,17 @@ func (d *Diffed) tieChecks() []*comparison {
 	return out
 }
 
+// reinitialized reports values unrelated to the published ones. A fine-tune
+// moves weights by ~1e-3 relative; an unrelated tensor (another seed, another
+// layer, never loaded) by ~1. This holds whatever the tolerance.
+func (s *TensorStats) reinitialized() bool {
+	return !s.constant && float64(s.Cosine) < 0.5 && float64(s.RelL2) > 0.5
+}
+
 func valueFindings(s *TensorStats) []Finding {
 	var out []Finding
-	// A fine-tune moves weights by ~1e-3 relative; an unrelated tensor
-	// (another seed, another layer, never loaded) by ~1. This holds whatever
-	// the tolerance.
-	reinit := !s.constant && float64(s.Cosine) < 0.5 && float64(s.RelL2) > 0.5
 	switch {
-	case reinit:
+	case s.reinitialized():
 		out = append(out, Finding{Code: CodeReinitialized, Severity: Error, Key: s.Key,
 			Message: fmt.Sprintf("values unrelated to the published ones (cosine %s, relative L2 %s): random init, wrong file, or weights never loaded", fmtFloat(float64(s.Cosine)), fmtFloat(float64(s.RelL2))),
 			Got:     map[string]any{"cosine": s.Cosine, "rel_l2": s.RelL2}})

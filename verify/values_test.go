@@ -111,7 +111,12 @@ func TestValueScenarios(t *testing.T) {
 			}},
 		{name: "tied head copy", export: append(slices.Clone(bf16), head), want: map[string]int{}},
 		{name: "tied head perturbed", want: map[string]int{CodeTiedWeightMismatch: 1},
-			export: append(slices.Clone(bf16), fixture.Perturb(head, safetensors.BF16, 0.05, 3))},
+			export: append(slices.Clone(bf16), fixture.Perturb(head, safetensors.BF16, 0.05, 3)),
+			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
+				if !strings.Contains(fs[0].Message, "differs from the tied model.embed_tokens.weight on the exported side") {
+					t.Errorf("message %q", fs[0].Message)
+				}
+			}},
 		{name: "unchanged under a tolerance", policy: rtol, export: bf16, want: map[string]int{CodeUnchanged: 1},
 			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
 				if len(fs) != 1 || len(fs[0].Keys) != len(bf16) {
