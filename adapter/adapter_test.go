@@ -210,3 +210,70 @@ func FuzzParse(f *testing.F) {
 		Chain{a}.Apply(infos("layers.0.attention.wq.weight", "a.b.c"), Env{"num_attention_heads": 1, "hidden_size": 2})
 	})
 }
+
+func TestLayoutSegments(t *testing.T) {
+	f32 := func(name string, off uint64, shape ...uint64) safetensors.TensorInfo {
+		n := uint64(4)
+		for _, d := range shape {
+			n *= d
+		}
+		return safetensors.TensorInfo{Name: name, DType: safetensors.F32, Shape: shape, DataOffsets: [2]uint64{off, off + n}}
+	}
+	tests := []struct {
+		rules  string
+		in     []safetensors.TensorInfo
+		want   map[string][]Segment
+		shapes map[string][]uint64
+	}{
+		{"split x l r dim=1", []safetensors.TensorInfo{f32("x", 0, 2, 4)},
+			map[string][]Segment{"l": {{0, 0, 8}, {0, 16, 8}}, "r": {{0, 8, 8}, {0, 24, 8}}},
+			map[string][]uint64{"l": {2, 2}, "r": {2, 2}}},
+		{"split x q k v groups=2 sizes=2,1,1", []safetensors.TensorInfo{f32("x", 0, 8, 1)},
+			map[string][]Segment{"q": {{0, 0, 8}, {0, 16, 8}}, "k": {{0, 8, 4}, {0, 24, 4}}, "v": {{0, 12, 4}, {0, 28, 4}}},
+			map[string][]uint64{"q": {4, 1}, "k": {2, 1}, "v": {2, 1}}},
+		{"concat a+b ab dim=1", []safetensors.TensorInfo{f32("a", 0, 2, 2), f32("b", 16, 2, 2)},
+			map[string][]Segment{"ab": {{0, 0, 8}, {1, 0, 8}, {0, 8, 8}, {1, 8, 8}}},
+			map[string][]uint64{"ab": {2, 4}}},
+		{"permute x y heads=1", []safetensors.TensorInfo{f32("x", 0, 4, 1)},
+			map[string][]Segment{"y": {{0, 0, 4}, {0, 8, 4}, {0, 4, 4}, {0, 12, 4}}},
+			map[string][]uint64{"y": {4, 1}}},
+		{"unstack x a.{e} b.{e}", []safetensors.TensorInfo{f32("x", 0, 2, 2, 1)},
+			map[string][]Segment{"a.0": {{0, 0, 4}}, "b.0": {{0, 4, 4}}, "a.1": {{0, 8, 4}}, "b.1": {{0, 12, 4}}},
+			map[string][]uint64{"a.0": {1, 1}, "b.1": {1, 1}}},
+	}
+	for _, tt := range tests {
+		a, err := Parse("test", "name t\n"+tt.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := Chain{a}.Apply(tt.in, nil)
+		if len(v.Errors) > 0 || len(v.Tensors) != len(tt.want) {
+			t.Errorf("%s: %v %v", tt.rules, names(v), v.Errors)
+			continue
+		}
+		for name, want := range tt.want {
+			got, ok := v.Tensor(name)
+			if !ok || !slices.Equal(got.Segments, want) {
+				t.Errorf("%s: %s segments %v, want %v", tt.rules, name, got.Segments, want)
+			}
+			if s, ok := tt.shapes[name]; ok && !slices.Equal(got.Shape, s) {
+				t.Errorf("%s: %s shape %v, want %v", tt.rules, name, got.Shape, s)
+			}
+		}
+	}
+}
+
+func TestRuleErrors(t *testing.T) {
+	a, _ := Parse("test", "name t\nsplit x a b c\npermute y z heads=num_attention_heads\nconcat p+q pq\nunstack s s.{e}")
+	in := infos("x", "y", "p", "s")
+	in[0].Shape = []uint64{2}
+	v := Chain{a}.Apply(in, Env{"num_attention_heads": 3})
+	if len(v.Errors) != 4 || len(v.Tensors) != 0 {
+		t.Fatalf("%v %v", names(v), v.Errors)
+	}
+	for _, e := range v.Errors {
+		if !strings.HasPrefix(e.Rule, "t:") || e.Message == "" {
+			t.Errorf("%v", e)
+		}
+	}
+}
