@@ -156,3 +156,21 @@ func BenchmarkF16X448(b *testing.B) {
 		}
 	}
 }
+
+// TestBF16WordPath checks the four-at-a-time BF16 decode, and its tail,
+// against the one-value definition on every bit pattern.
+func TestBF16WordPath(t *testing.T) {
+	const n = 1<<16 + 3
+	src := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(src[2*i:], uint16(i*40503))
+	}
+	dst := make([]float64, n)
+	DecodeFloat64(BF16, src, dst)
+	for i := range n {
+		want := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16))
+		if math.Float64bits(dst[i]) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(dst[i])) {
+			t.Fatalf("value %d (%#04x): %v, want %v", i, binary.LittleEndian.Uint16(src[2*i:]), dst[i], want)
+		}
+	}
+}
