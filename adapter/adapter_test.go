@@ -277,3 +277,35 @@ func TestRuleErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileShapes: shapes from a header must not make a rule loop or
+// allocate without end.
+func TestHostileShapes(t *testing.T) {
+	a, err := Parse("test", "name t\nunstack u u.{e}\npermute p p2 heads=1\nsplit s s1 s2 dim=1\nsplit g g1 g2 groups=2\nconcat c1+c2 c dim=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := uint64(1) << 40
+	in := []safetensors.TensorInfo{
+		{Name: "u", DType: safetensors.F32, Shape: []uint64{huge, 0}},
+		{Name: "p", DType: safetensors.F32, Shape: []uint64{huge, 0}},
+		{Name: "s", DType: safetensors.F32, Shape: []uint64{huge, 2, 0}},
+		{Name: "g", DType: safetensors.U8, Shape: []uint64{1 << 62, 1 << 62, 4}},
+		{Name: "c1", DType: safetensors.F32, Shape: []uint64{huge, 0}},
+		{Name: "c2", DType: safetensors.F32, Shape: []uint64{huge, 0}},
+	}
+	v := Chain{a}.Apply(in, nil)
+	if _, ok := v.Tensor("p2"); !ok {
+		t.Errorf("an empty [2^40, 0] tensor permutes to itself: %v", v.Errors)
+	}
+	if _, ok := v.Tensor("s1"); !ok {
+		t.Errorf("an empty tensor splits into empty parts: %v", v.Errors)
+	}
+	errs := map[string]bool{}
+	for _, e := range v.Errors {
+		errs[e.Name] = true
+	}
+	if !errs["u"] || !errs["g"] {
+		t.Errorf("want errors for u (too many slices) and g (overflow): %v", v.Errors)
+	}
+}

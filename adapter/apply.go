@@ -230,11 +230,36 @@ func (a *Adapter) rewriteOnly(name string) string {
 	return name
 }
 
+// Layout rules make work from numbers in headers: these bound it, so that a
+// hostile shape ([10^12, 0] holds no bytes) cannot make a rule loop or
+// allocate without end.
+const (
+	maxSlices   = 1 << 16 // unstack: experts a tensor
+	maxSegments = 1 << 22 // pieces of one logical tensor
+)
+
+// checkLayout rejects a tensor whose shape overflows or whose layout would
+// need more than maxSegments pieces of rows.
+func checkLayout(shape []uint64, pieces uint64) error {
+	if _, ok := (safetensors.TensorInfo{Shape: shape}).NumElements(); !ok {
+		return fmt.Errorf("shape %s overflows", safetensors.FormatShape(shape))
+	}
+	if pieces > maxSegments {
+		return fmt.Errorf("shape %s would need %d pieces, more than %d", safetensors.FormatShape(shape), pieces, maxSegments)
+	}
+	return nil
+}
+
 // mapTensor applies a rename, unstack, split or permute rule to t.
 func (r *rule) mapTensor(t Tensor, caps map[string]string, env Env) ([]Tensor, error) {
 	elem := uint64(t.DType.Bits() / 8)
 	if t.DType.Bits()%8 != 0 && r.kind != opRename {
 		return nil, fmt.Errorf("%s elements are smaller than a byte; only renames apply", t.DType)
+	}
+	if r.kind != opRename {
+		if err := checkLayout(t.Shape, 0); err != nil {
+			return nil, err
+		}
 	}
 	switch r.kind {
 	case opRename:
@@ -243,6 +268,9 @@ func (r *rule) mapTensor(t Tensor, caps map[string]string, env Env) ([]Tensor, e
 	case opUnstack:
 		if len(t.Shape) < 2 {
 			return nil, fmt.Errorf("shape %s has no dimension to unstack", safetensors.FormatShape(t.Shape))
+		}
+		if t.Shape[0] > maxSlices {
+			return nil, fmt.Errorf("%d slices to unstack, more than %d", t.Shape[0], maxSlices)
 		}
 		inner := t.Shape[1:]
 		slice := elem * product(inner)
@@ -276,6 +304,13 @@ func (r *rule) mapTensor(t Tensor, caps map[string]string, env Env) ([]Tensor, e
 		rows, h := t.Shape[0], uint64(heads)
 		half := rows / h / 2
 		row := elem * product(t.Shape[1:])
+		if row == 0 { // no bytes to reorder
+			t.Name = r.dst[0].expand(caps)
+			return []Tensor{t}, nil
+		}
+		if err := checkLayout(t.Shape, rows); err != nil {
+			return nil, err
+		}
 		segs := make([]Segment, 0, rows)
 		// HF row (h, b, a) is native row (h, a, b) of the [heads, half, 2] view.
 		for hh := range h {
@@ -335,6 +370,12 @@ func (r *rule) split(t Tensor, caps map[string]string, env Env, dim int) ([]Tens
 	elem := uint64(t.DType.Bits() / 8)
 	outer := product(t.Shape[:dim])
 	inner := elem * product(t.Shape[dim+1:])
+	if inner == 0 || n == 0 {
+		outer = 0 // no bytes: every part is empty
+	}
+	if err := checkLayout(t.Shape, outer*uint64(groups)); err != nil {
+		return nil, err
+	}
 	out := make([]Tensor, len(r.dst))
 	var offset uint64
 	for i, size := range sizes {
@@ -390,8 +431,15 @@ func concat(parts []Tensor, dim int) (Tensor, error) {
 	}
 	elem := uint64(first.DType.Bits() / 8)
 	inner := elem * product(first.Shape[dim+1:])
+	outer := product(first.Shape[:dim])
+	if inner == 0 {
+		outer = 0
+	}
+	if err := checkLayout(shape, outer*uint64(len(parts))); err != nil {
+		return Tensor{}, err
+	}
 	var segs []Segment
-	for o := range product(first.Shape[:dim]) {
+	for o := range outer {
 		for _, p := range parts {
 			n := p.Shape[dim] * inner
 			segs = appendSegments(segs, sliceSegments(p.Segments, o*n, n))

@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -352,4 +355,43 @@ func mustRename(t *testing.T, expr string) *adapter.Adapter {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// FuzzDiff runs the whole diff, values included, on two arbitrary files:
+// whatever the headers say, it must not panic, hang, or allocate by them.
+func FuzzDiff(f *testing.F) {
+	file := func(ts ...safetensors.Tensor) []byte {
+		var buf bytes.Buffer
+		if err := safetensors.Write(&buf, ts, nil); err != nil {
+			f.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	w := safetensors.Tensor{Name: "model.layers.0.mlp.experts.1.gate_proj.weight", DType: safetensors.BF16, Shape: []uint64{2, 2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	stacked := safetensors.Tensor{Name: "layers.0.moe.experts.w1", DType: safetensors.BF16, Shape: []uint64{2, 2, 2}, Data: make([]byte, 16)}
+	wq := safetensors.Tensor{Name: "layers.0.attention.wq.weight", DType: safetensors.F32, Shape: []uint64{4, 1}, Data: make([]byte, 16)}
+	f.Add(file(w), file(stacked))
+	f.Add(file(w), file(wq))
+	f.Add(file(w, stacked), file(w))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		dir := t.TempDir()
+		pa, pb := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+		os.WriteFile(pa, a, 0o644)
+		os.WriteFile(pb, b, 0o644)
+		p, err := safetensors.OpenCheckpoint(pa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		e, err := safetensors.OpenCheckpoint(pb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		d := Diff(p, e, DiffOptions{})
+		if _, _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		NewReport("diff", Error, nil, d.Findings).WriteText(io.Discard, false)
+	})
 }
