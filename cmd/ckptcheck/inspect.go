@@ -191,6 +191,7 @@ type treeNode struct {
 	Parameters uint64      `json:"parameters"`
 	Tensors    int         `json:"tensors"`
 	Children   []*treeNode `json:"children,omitempty"`
+	index      map[string]*treeNode
 }
 
 func (ins *inspection) tree() *treeNode {
@@ -209,13 +210,17 @@ func (ins *inspection) tree() *treeNode {
 	return root
 }
 
+// child finds or adds the child called name; a map keeps this linear in a
+// hostile header's million siblings.
 func (n *treeNode) child(name string) *treeNode {
-	for _, c := range n.Children {
-		if c.Name == name {
-			return c
-		}
+	if c, ok := n.index[name]; ok {
+		return c
+	}
+	if n.index == nil {
+		n.index = make(map[string]*treeNode)
 	}
 	c := &treeNode{Name: name}
+	n.index[name] = c
 	n.Children = append(n.Children, c)
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,5 +306,19 @@ func TestAdaptersAndExplain(t *testing.T) {
 	os.WriteFile(bad, []byte("name bad\nfrobnicate x\n"), 0o644)
 	if code, _, stderr := ckptcheck(t, "diff", pub, dir, "--adapter-file", bad); code != 2 || !strings.Contains(stderr, "bad.adapter:2") {
 		t.Errorf("bad adapter file: exit %d, %s", code, stderr)
+	}
+}
+
+func TestInspectTreeManySiblings(t *testing.T) {
+	var ts []safetensors.Tensor
+	for i := range 50000 {
+		ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("w%d.bias", i), DType: safetensors.U8, Shape: []uint64{0}})
+	}
+	p := filepath.Join(t.TempDir(), "wide.safetensors")
+	if err := fixture.WriteFile(p, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := ckptcheck(t, "inspect", "--tree", "--depth", "1", p); code != 0 || !strings.Contains(out, "50000 tensors") {
+		t.Errorf("exit %d, %d bytes of output", code, len(out))
 	}
 }
