@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sync"
-
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v3"
 
