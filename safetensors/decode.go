@@ -67,7 +67,7 @@ func DecodeFloat64(d DType, src []byte, dst []float64) int {
 			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:]))
 		}
 	case F8_E4M3, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0:
-		t := &f8Tables[d-F8_E5M2]
+		t := f8Tables[d]
 		for i := range n {
 			dst[i] = float64(t[src[i]])
 		}
@@ -163,15 +163,17 @@ func f16Table() *[1 << 16]float32 {
 // F16ToFloat32 decodes one F16 value.
 func F16ToFloat32(bits uint16) float32 { return f16Table()[bits] }
 
-// f8Tables hold the 256 values of each 8-bit float, indexed by dtype from
-// F8_E5M2 (F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ).
-var f8Tables = func() (t [5][256]float32) {
+// f8Tables hold the 256 values of each 8-bit float, indexed by dtype.
+var f8Tables = func() (t [numDTypes]*[256]float32) {
+	for _, d := range []DType{F8_E5M2, F8_E4M3, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0} {
+		t[d] = new([256]float32)
+	}
 	for b := range 256 {
-		t[F8_E5M2-F8_E5M2][b] = miniFloat(uint8(b), 5, 2, 15, true, false)
-		t[F8_E4M3-F8_E5M2][b] = miniFloat(uint8(b), 4, 3, 7, false, false)
-		t[F8_E4M3FNUZ-F8_E5M2][b] = miniFloat(uint8(b), 4, 3, 8, false, true)
-		t[F8_E5M2FNUZ-F8_E5M2][b] = miniFloat(uint8(b), 5, 2, 16, false, true)
-		t[F8_E8M0-F8_E5M2][b] = e8m0(uint8(b))
+		t[F8_E5M2][b] = miniFloat(uint8(b), 5, 2, 15, true, false)
+		t[F8_E4M3][b] = miniFloat(uint8(b), 4, 3, 7, false, false)
+		t[F8_E4M3FNUZ][b] = miniFloat(uint8(b), 4, 3, 8, false, true)
+		t[F8_E5M2FNUZ][b] = miniFloat(uint8(b), 5, 2, 16, false, true)
+		t[F8_E8M0][b] = e8m0(uint8(b))
 	}
 	return t
 }()
