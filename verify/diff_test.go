@@ -88,6 +88,8 @@ func TestDiffScenarios(t *testing.T) {
 	}
 	lmHead := embedding
 	lmHead.Name = "model.lm_head.weight"
+	head := embedding // a copy of the tied embedding, as an export may keep it
+	head.Name = "lm_head.weight"
 
 	tests := []struct {
 		name        string
@@ -148,8 +150,6 @@ func TestDiffScenarios(t *testing.T) {
 			name:      "tied, export keeps a copy of the head",
 			published: published,
 			exported: func(t *testing.T) string {
-				head := embedding
-				head.Name = "lm_head.weight"
 				return export(t, append(slices.Clone(bf16), head), nil)
 			},
 			want: nil, wantAdapter: "hf",
@@ -157,8 +157,6 @@ func TestDiffScenarios(t *testing.T) {
 		{
 			name: "tied, published has the head, export dropped it",
 			published: func(t *testing.T) string {
-				head := embedding
-				head.Name = "lm_head.weight"
 				dir := filepath.Join(t.TempDir(), "published")
 				fixture.WriteSharded(dir, append(slices.Clone(bf16), head), 2, q.Config("bfloat16"))
 				return dir
@@ -174,8 +172,6 @@ func TestDiffScenarios(t *testing.T) {
 				return dir
 			},
 			exported: func(t *testing.T) string {
-				head := embedding
-				head.Name = "lm_head.weight"
 				return export(t, append(slices.Clone(bf16), head), nil)
 			},
 			want: []string{"warning tied_weight lm_head.weight"}, wantAdapter: "hf",
@@ -184,8 +180,6 @@ func TestDiffScenarios(t *testing.T) {
 			name:      "--tied false overrides the config",
 			published: published,
 			exported: func(t *testing.T) string {
-				head := embedding
-				head.Name = "lm_head.weight"
 				return export(t, append(slices.Clone(bf16), head), nil)
 			},
 			opt:  DiffOptions{Tied: ptr(false)},
