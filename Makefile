@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/ckptcheck
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/ckptcheck
 
 # The test command the README and CI run: vet, then every test under the
 # race detector.
@@ -31,10 +31,13 @@ fuzz:
 	  done; \
 	done
 
+# gofmt, go vet and staticcheck (pinned in go.mod as a tool, so every
+# machine runs the same version).
 lint:
 	@out=$$(gofmt -l . | grep -v '^testdata/[^g]' || true); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... ./testdata/gen
+	$(GO) tool staticcheck ./... ./testdata/gen
 
 # Regenerate the committed example checkpoints.
 testdata:

@@ -1,10 +1,13 @@
 package adapter
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -60,9 +63,13 @@ type View struct {
 	Collisions []Collision
 	Dropped    []Dropped
 	Errors     []RuleError
-	// Ignored counts tensors the adapters leave out as not weights.
+	// Ignored lists the tensors the adapters leave out as not weights.
 	Ignored []string
-	byName  map[string]int
+	// Truncated reports that the chain stopped at its limit (see
+	// Chain.ApplyLimit): the view holds only the tensors made before, and
+	// Errors says where it stopped.
+	Truncated bool
+	byName    map[string]int
 }
 
 // Tensor returns the logical tensor with the given HF name.
@@ -80,11 +87,45 @@ type Adapter struct {
 	Name     string
 	Doc      string
 	Families []string // config.json model_type values it is meant for; empty: any
-	Source   string   // the rule file
-	rules    []*rule
+	// Auto and Order say when and in what order "auto" tries it (the auto
+	// and order lines of its file; see Candidates).
+	Auto   Auto
+	Order  int
+	Source string // the rule file
+	rules  []*rule
 }
 
 func (a *Adapter) String() string { return a.Name }
+
+// fits reports whether the adapter is meant for modelType ("" fits all).
+func (a *Adapter) fits(modelType string) bool {
+	return len(a.Families) == 0 || modelType == "" || slices.Contains(a.Families, modelType)
+}
+
+// Auto says when "auto" tries an adapter; see Candidates.
+type Auto int
+
+const (
+	// AutoNever: only when named, like hf, the identity, and the adapters
+	// that StripPrefix and Rename build.
+	AutoNever Auto = iota
+	// AutoWrapper: whenever it changes any name; every wrapper that does is
+	// applied first, in order (ddp, compile, fsdp).
+	AutoWrapper
+	// AutoStructural: after the wrappers, one at a time, when it maps any
+	// name and its family fits; the default for a parsed adapter.
+	AutoStructural
+)
+
+var autoNames = [...]string{AutoNever: "never", AutoWrapper: "wrapper", AutoStructural: "structural"}
+
+// String returns the word the auto line uses: "never", "wrapper" or "structural".
+func (k Auto) String() string {
+	if k < 0 || int(k) >= len(autoNames) {
+		return "Auto(" + strconv.Itoa(int(k)) + ")"
+	}
+	return autoNames[k]
+}
 
 // Env holds the config.json values that rule expressions read.
 type Env map[string]uint64
@@ -104,34 +145,60 @@ func (e Env) Get(name string) (uint64, bool) {
 //go:embed presets/*.adapter
 var presetFiles embed.FS
 
-// presetOrder is the order presets are listed and tried in.
-var presetOrder = []string{"hf", "torchtitan-hf", "ddp", "compile", "fsdp",
-	"torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "megatron"}
-
-var presets = func() map[string]*Adapter {
-	m := make(map[string]*Adapter)
-	for _, name := range presetOrder {
-		file := "presets/" + name + ".adapter"
-		b, err := presetFiles.ReadFile(file)
-		if err != nil {
-			panic(err)
-		}
-		a, err := Parse(file, string(b))
-		if err != nil || a.Name != name {
-			panic(fmt.Sprintf("preset %s: %v", name, err))
-		}
-		m[name] = a
+// presets are the embedded adapter files, in the order Presets lists them.
+var presets = func() []*Adapter {
+	p, err := loadPresets(presetFiles)
+	if err != nil {
+		panic(err) // the embedded files are tested
 	}
-	return m
+	return p
 }()
 
-// Presets lists the built-in adapters.
-func Presets() []*Adapter {
-	out := make([]*Adapter, len(presetOrder))
-	for i, name := range presetOrder {
-		out[i] = presets[name]
+// loadPresets parses every presets/*.adapter file of fsys, each named as
+// its file is, and orders them by their auto kind (never, wrapper,
+// structural), then order, then name: so a new preset is a new file.
+func loadPresets(fsys fs.FS) ([]*Adapter, error) {
+	entries, err := fs.ReadDir(fsys, "presets")
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var out []*Adapter
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".adapter")
+		if !ok || e.IsDir() {
+			continue
+		}
+		file := "presets/" + e.Name()
+		b, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, err
+		}
+		a, err := Parse(file, string(b))
+		if err != nil {
+			return nil, err
+		}
+		if a.Name != name {
+			return nil, fmt.Errorf("%s: named %q, not %q", file, a.Name, name)
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *Adapter) int {
+		return cmp.Or(cmp.Compare(a.Auto, b.Auto), cmp.Compare(a.Order, b.Order), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// Presets lists the built-in adapters: hf, then the wrappers, then the
+// structural ones, each in the order auto tries them.
+func Presets() []*Adapter { return slices.Clone(presets) }
+
+func preset(name string) *Adapter {
+	for _, a := range presets {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
 }
 
 // A Registry resolves adapter names: the presets, plus adapters the user
@@ -158,10 +225,14 @@ func (r *Registry) Lookup(name string) (*Adapter, error) {
 			return a, nil
 		}
 	}
-	if a, ok := presets[name]; ok {
+	if a := preset(name); a != nil {
 		return a, nil
 	}
-	return nil, fmt.Errorf("unknown adapter %q (presets: %s)", name, strings.Join(presetOrder, ", "))
+	names := make([]string, len(presets))
+	for i, a := range presets {
+		names[i] = a.Name
+	}
+	return nil, fmt.Errorf("unknown adapter %q (presets: %s)", name, strings.Join(names, ", "))
 }
 
 // ParseChain parses a chain of adapter names: "torchtitan-hf,compile".
@@ -199,8 +270,10 @@ func (c Chain) Then(d Chain) Chain { return append(slices.Clip(c), d...) }
 
 // StripPrefix is an adapter that removes prefix from names (--strip-prefix).
 func StripPrefix(prefix string) *Adapter {
-	return &Adapter{Name: "strip-prefix=" + prefix,
-		rules: []*rule{{kind: opStripPrefix, literal: prefix, text: "strip-prefix " + prefix}}}
+	name := "strip-prefix=" + prefix
+	text := "strip-prefix " + prefix
+	return &Adapter{Name: name,
+		rules: []*rule{{kind: opStripPrefix, literal: prefix, text: text, where: name + ": " + text}}}
 }
 
 // Rename is an adapter from "REGEX=REPLACEMENT" (--rename): every match in a
@@ -214,45 +287,74 @@ func Rename(spec string) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--rename %q: %v", spec, err)
 	}
-	return &Adapter{Name: "rename=" + spec,
-		rules: []*rule{{kind: opRegex, re: re, repl: repl, text: "regex " + pattern + " " + repl}}}, nil
+	name := "rename=" + spec
+	text := "regex " + pattern + " " + repl
+	return &Adapter{Name: name,
+		rules: []*rule{{kind: opRegex, re: re, repl: repl, text: text, where: name + ": " + text}}}, nil
 }
 
-// Candidates lists the chains that "auto" considers for one side: the
-// wrapper presets whose segments occur in its names (they never occur in HF
-// names), then, after them, each preset or user adapter that maps any of
-// the names and whose family fits modelType (the published config.json's
+// Candidates lists the chains that "auto" considers for one side, simplest
+// first. The adapters are the user's, in the order given, then the presets
+// (a user adapter hides the preset of its name). First come the wrappers
+// (auto wrapper) whose rewrites change any of the names, each after those
+// before it: together they are the first candidate. Then, after the
+// wrappers, each structural adapter (auto structural) that maps any of the
+// names and whose family fits modelType (the published config.json's
 // model_type; "" fits all). extra (custom renames) runs last in each.
 func Candidates(tensors []safetensors.TensorInfo, modelType string, user []*Adapter, extra Chain) []Chain {
+	all := slices.Clone(user)
+	for _, a := range presets {
+		if !slices.ContainsFunc(user, func(u *Adapter) bool { return u.Name == a.Name }) {
+			all = append(all, a)
+		}
+	}
 	var w Chain
-	for _, name := range []string{"ddp", "compile", "fsdp"} {
-		if presets[name].mapsAny(tensors, nil) {
-			w = append(w, presets[name])
+	for _, a := range all {
+		if a.Auto == AutoWrapper && a.mapsAny(tensors, w) {
+			w = append(w, a)
 		}
 	}
 	out := []Chain{w.Then(extra)}
-	structural := append(slices.Clone(user), presets["torchtitan-hf"], presets["torchtitan-qwen3"],
-		presets["torchtitan-llama3"], presets["hf-v5-fused"], presets["megatron"])
-	for _, a := range structural {
-		if len(a.Families) > 0 && modelType != "" && !slices.Contains(a.Families, modelType) {
-			continue
-		}
-		if a.mapsAny(tensors, w) {
+	for _, a := range all {
+		if a.Auto == AutoStructural && a.fits(modelType) && a.mapsAny(tensors, w) {
 			out = append(out, w.Then(Chain{a}).Then(extra))
 		}
 	}
 	return out
 }
 
-// Choose applies each pair of candidate chains, one per side, and keeps the
-// pair whose views share the most names. Ties keep the pair listed first, so
-// simpler chains go first; a single candidate fixes a side.
-func Choose(published, exported []safetensors.TensorInfo, pubCands, expCands []Chain, env Env) (pub, exp *View) {
-	best, most := -1, min(len(published), len(exported))
+// A Side is one checkpoint as Choose sees it.
+type Side struct {
+	Tensors    []safetensors.TensorInfo // its physical tensors
+	Candidates []Chain                  // the chains to try, simplest first; none: hf
+	// MaxTensors caps the logical tensors a chain may make of them (see
+	// Chain.ApplyLimit); 0 leaves only the work bound.
+	MaxTensors int
+}
+
+// Choose picks one candidate chain per side: the pair whose views share the
+// most names. Each chain is applied once: a published one in turn, an
+// exported one when first needed, its view kept for the next published
+// one. Ties keep the pair listed first, so simpler chains win; a pair that
+// matches as many names as the side with fewer physical tensors has ends
+// the search, since that is a whole match; a single candidate fixes a side.
+func Choose(published, exported Side, env Env) (pub, exp *View) {
+	pubCands, expCands := published.Candidates, exported.Candidates
+	if len(pubCands) == 0 {
+		pubCands = []Chain{nil}
+	}
+	if len(expCands) == 0 {
+		expCands = []Chain{nil}
+	}
+	expViews := make([]*View, len(expCands))
+	best, most := -1, min(len(published.Tensors), len(exported.Tensors))
 	for _, pc := range pubCands {
-		pv := pc.Apply(published, env)
-		for _, ec := range expCands {
-			ev := ec.Apply(exported, env)
+		pv := pc.ApplyLimit(published.Tensors, env, published.MaxTensors)
+		for j, ec := range expCands {
+			if expViews[j] == nil {
+				expViews[j] = ec.ApplyLimit(exported.Tensors, env, exported.MaxTensors)
+			}
+			ev := expViews[j]
 			n := 0
 			for _, t := range ev.Tensors {
 				if _, ok := pv.byName[t.Name]; ok {
@@ -263,7 +365,7 @@ func Choose(published, exported []safetensors.TensorInfo, pubCands, expCands []C
 				best, pub, exp = n, pv, ev
 			}
 			if best >= most {
-				return pub, exp // no pair can match more
+				return pub, exp
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package adapter
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -72,8 +74,9 @@ func TestCustom(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Chain{StripPrefix("student."), r}
-	if got := names(c.Apply(infos("student.backbone.norm.weight"), nil)); got[0] != "model.norm.weight" {
-		t.Errorf("got %s", got)
+	v := c.Apply(infos("student.backbone.norm.weight"), nil)
+	if got := names(v); !slices.Equal(got, []string{"model.norm.weight"}) || v.Tensors[0].Source != "student.backbone.norm.weight" {
+		t.Errorf("got %s from %v", got, v.Tensors)
 	}
 	if c.Name() != `strip-prefix=student.,rename=^backbone\.(.*)$=model.$1` {
 		t.Errorf("name %s", c.Name())
@@ -96,6 +99,11 @@ func TestCollisions(t *testing.T) {
 	}
 }
 
+func choose(pub, exp []safetensors.TensorInfo, modelType string, user []*Adapter) (*View, *View) {
+	return Choose(Side{Tensors: pub, Candidates: Candidates(pub, modelType, user, nil)},
+		Side{Tensors: exp, Candidates: Candidates(exp, modelType, user, nil)}, nil)
+}
+
 func TestChoose(t *testing.T) {
 	hf := []string{"model.embed_tokens.weight", "model.layers.0.mlp.up_proj.weight", "model.norm.weight"}
 	prefix := func(p string, names []string) []string {
@@ -114,6 +122,7 @@ func TestChoose(t *testing.T) {
 		{"torchtitan wrapper", hf, append(prefix("model.", hf), "model.lm_head.weight"), "hf", "torchtitan-hf"},
 		{"compiled ddp", hf, prefix("module._orig_mod.", hf), "hf", "ddp,compile"},
 		{"compiled torchtitan", hf, prefix("_orig_mod.model.", hf), "hf", "compile,torchtitan-hf"},
+		{"fsdp and ddp", hf, prefix("module.", prefix("_fsdp_wrapped_module.", hf)), "hf", "ddp,fsdp"},
 		{"published is the wrapped one", prefix("model.", hf), hf, "torchtitan-hf", "hf"},
 		{"native torchtitan", hf, []string{"tok_embeddings.weight", "layers.0.feed_forward.w3.weight", "norm.weight"}, "hf", "torchtitan-qwen3"},
 		{"megatron", hf, []string{"embedding.word_embeddings.weight", "decoder.final_layernorm.weight"}, "hf", "megatron"},
@@ -121,191 +130,169 @@ func TestChoose(t *testing.T) {
 		{"empty", nil, nil, "hf", "hf"},
 	}
 	for _, tt := range tests {
-		pub, exp := infos(tt.pub...), infos(tt.exp...)
-		p, e := Choose(pub, exp, Candidates(pub, "", nil, nil), Candidates(exp, "", nil, nil), nil)
+		p, e := choose(infos(tt.pub...), infos(tt.exp...), "", nil)
 		if p.Adapter != tt.wantPub || e.Adapter != tt.wantExp {
 			t.Errorf("%s: got %s / %s, want %s / %s", tt.name, p.Adapter, e.Adapter, tt.wantPub, tt.wantExp)
 		}
 	}
+	// No candidates is the identity.
+	if p, e := Choose(Side{Tensors: infos("a")}, Side{Tensors: infos("a")}, nil); p.Adapter != "hf" || e.Adapter != "hf" || len(e.Tensors) != 1 {
+		t.Errorf("no candidates: %v / %v", p, e)
+	}
+}
+
+func TestCandidatesFamily(t *testing.T) {
 	// The family decides between adapters that match the same names.
 	exp := infos("tok_embeddings.weight", "layers.0.attention.wq.weight")
-	for modelType, want := range map[string]string{"llama": "torchtitan-llama3", "qwen3": "torchtitan-qwen3", "": "torchtitan-qwen3"} {
-		cands := Candidates(exp, modelType, nil, nil)
-		if len(cands) < 2 || cands[1].Name() != want {
-			t.Errorf("%q: candidates %v, want %s second", modelType, cands, want)
+	tests := []struct {
+		modelType string
+		want      []string
+	}{
+		{"llama", []string{"hf", "torchtitan-llama3"}},
+		{"qwen3", []string{"hf", "torchtitan-qwen3"}},
+		{"qwen3_moe", []string{"hf", "torchtitan-qwen3"}},
+		{"", []string{"hf", "torchtitan-qwen3", "torchtitan-llama3"}},
+		{"gpt2", []string{"hf"}},
+	}
+	for _, tt := range tests {
+		if got := chainNames(Candidates(exp, tt.modelType, nil, nil)); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: candidates %v, want %v", tt.modelType, got, tt.want)
 		}
 	}
 }
 
-func TestParseErrors(t *testing.T) {
-	for _, src := range []string{
-		"doc no name",
-		"name x\nfrobnicate a b",
-		"name x\nrename a",
-		"name x\nrename a.{i} b.{j}",
-		"name x\npermute a b",
-		"name x\nsplit a b c sizes=1",
-		"name x\nsplit a b c dim=-1",
-		"name x\nsplit a b c groups=2*",
-		"name x\nsplit a b c groups=2**3",
-		"name x\nregex ( y",
-		"name x\ndrop a",
-		"name x\nconcat a b",
-		"name x\nunstack a b color=red",
-	} {
-		if _, err := Parse("test", src); err == nil {
-			t.Errorf("%q: want an error", src)
-		}
+func chainNames(cs []Chain) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name()
 	}
-	a, err := Parse("test", "# comment\nname x # trailing\ndoc one\ndoc two\nfamily llama mistral\nrename a b")
-	if err != nil || a.Name != "x" || a.Doc != "one two" || !slices.Equal(a.Families, []string{"llama", "mistral"}) {
-		t.Errorf("%+v %v", a, err)
-	}
+	return out
 }
 
-func TestExpressions(t *testing.T) {
-	env := Env{"num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
-	for src, want := range map[string]int64{
-		"num_attention_heads/num_key_value_heads*head_dim": 512,
-		"head_dim":        128,
-		"2+3*4":           14,
-		"hidden_size-1+1": 4096,
-	} {
-		e, err := parseExpr(src)
+// TestAutoDirectives: what auto tries comes from the adapter files, so a
+// new scheme needs no Go change.
+func TestAutoDirectives(t *testing.T) {
+	parse := func(src string) *Adapter {
+		t.Helper()
+		a, err := Parse("test", src)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.eval(env, false); err != nil || got != want {
-			t.Errorf("%s = %d, %v; want %d", src, got, err, want)
+		return a
+	}
+	student := parse("name student\nauto structural\nfamily qwen3\nrename student.{x} model.{x}")
+	wrap := parse("name wrap\nauto wrapper\nremove-segment _wrapped")
+	hidden := parse("name hidden\nauto never\nstrip-prefix student.")
+	byDefault := parse("name plain\nrename student.{x} model.{x}")
+	if byDefault.Auto != AutoStructural || hidden.Auto != AutoNever || wrap.Auto != AutoWrapper {
+		t.Fatalf("auto %v %v %v", byDefault.Auto, hidden.Auto, wrap.Auto)
+	}
+	user := []*Adapter{hidden, student, wrap, byDefault}
+	tests := []struct {
+		name, modelType string
+		in              []string
+		want            []string
+	}{
+		{"structural", "qwen3", []string{"student.norm"}, []string{"hf", "student", "plain"}},
+		{"family does not fit", "llama", []string{"student.norm"}, []string{"hf", "plain"}},
+		{"user wrapper before the presets'", "qwen3", []string{"module._wrapped.student.norm"},
+			[]string{"wrap,ddp", "wrap,ddp,student", "wrap,ddp,plain"}},
+		{"nothing maps", "qwen3", []string{"x.norm"}, []string{"hf"}},
+	}
+	for _, tt := range tests {
+		if got := chainNames(Candidates(infos(tt.in...), tt.modelType, user, nil)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: candidates %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	for _, src := range []string{"7/2", "missing", "1/0", "hidden_size/0"} {
-		e, err := parseExpr(src)
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		if _, err := e.eval(env, false); err == nil {
-			t.Errorf("%s: want an error", src)
-		}
+	// A user adapter hides the preset of its name.
+	mine := parse("name torchtitan-hf\nauto never\nstrip-prefix model.")
+	if got := chainNames(Candidates(infos("model.model.norm.weight"), "", []*Adapter{mine}, nil)); !slices.Equal(got, []string{"hf"}) {
+		t.Errorf("shadowed preset: candidates %v", got)
+	}
+}
+
+// TestLoadPresets: the presets are the files in presets/, ordered by their
+// own auto and order lines.
+func TestLoadPresets(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for _, a := range Presets() {
+		fsys["presets/"+a.Name+".adapter"] = &fstest.MapFile{Data: []byte(a.Source)}
+	}
+	fsys["presets/aaa-new.adapter"] = &fstest.MapFile{Data: []byte("name aaa-new\ndoc new\nauto structural\norder 45\nrename x y")}
+	fsys["presets/zz-wrap.adapter"] = &fstest.MapFile{Data: []byte("name zz-wrap\ndoc new\nauto wrapper\nremove-segment zz")}
+	fsys["presets/README"] = &fstest.MapFile{Data: []byte("not an adapter")}
+	got, err := loadPresets(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range got {
+		names = append(names, a.Name)
+	}
+	want := []string{"hf", "zz-wrap", "ddp", "compile", "fsdp",
+		"torchtitan-hf", "torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "aaa-new", "megatron"}
+	if !slices.Equal(names, want) {
+		t.Errorf("order %v, want %v", names, want)
+	}
+	fsys["presets/bad.adapter"] = &fstest.MapFile{Data: []byte("name good")}
+	if _, err := loadPresets(fsys); err == nil {
+		t.Error("a preset named unlike its file: want an error")
 	}
 }
 
 func TestPresetsParseAndDocument(t *testing.T) {
+	var names []string
 	for _, a := range Presets() {
-		if a.Doc == "" || !strings.Contains(a.Source, a.Name) {
-			t.Errorf("preset %s: doc %q", a.Name, a.Doc)
+		names = append(names, a.Name)
+		b, err := presetFiles.ReadFile("presets/" + a.Name + ".adapter")
+		if err != nil || string(b) != a.Source {
+			t.Errorf("preset %s: not its file: %v", a.Name, err)
 		}
+		if a.Doc == "" {
+			t.Errorf("preset %s: no doc line", a.Name)
+		}
+		if !strings.Contains(a.Source, "\nauto ") {
+			t.Errorf("preset %s: no auto line", a.Name)
+		}
+	}
+	want := []string{"hf", "ddp", "compile", "fsdp", "torchtitan-hf", "torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "megatron"}
+	if !slices.Equal(names, want) {
+		t.Errorf("Presets() = %v, want %v", names, want)
+	}
+	if _, err := (&Registry{}).Lookup("nope"); err == nil || !strings.Contains(err.Error(), "megatron") {
+		t.Errorf("Lookup(nope): %v, want the presets listed", err)
 	}
 }
 
-func FuzzParse(f *testing.F) {
-	for _, a := range Presets() {
-		f.Add(a.Source)
-	}
-	f.Fuzz(func(t *testing.T, src string) {
-		a, err := Parse("fuzz", src)
-		if err != nil {
-			return
-		}
-		Chain{a}.Apply(infos("layers.0.attention.wq.weight", "a.b.c"), Env{"num_attention_heads": 1, "hidden_size": 2})
-	})
-}
-
-func TestLayoutSegments(t *testing.T) {
-	f32 := func(name string, off uint64, shape ...uint64) safetensors.TensorInfo {
-		n := uint64(4)
-		for _, d := range shape {
-			n *= d
-		}
-		return safetensors.TensorInfo{Name: name, DType: safetensors.F32, Shape: shape, DataOffsets: [2]uint64{off, off + n}}
-	}
-	tests := []struct {
-		rules  string
-		in     []safetensors.TensorInfo
-		want   map[string][]Segment
-		shapes map[string][]uint64
-	}{
-		{"split x l r dim=1", []safetensors.TensorInfo{f32("x", 0, 2, 4)},
-			map[string][]Segment{"l": {{0, 0, 8}, {0, 16, 8}}, "r": {{0, 8, 8}, {0, 24, 8}}},
-			map[string][]uint64{"l": {2, 2}, "r": {2, 2}}},
-		{"split x q k v groups=2 sizes=2,1,1", []safetensors.TensorInfo{f32("x", 0, 8, 1)},
-			map[string][]Segment{"q": {{0, 0, 8}, {0, 16, 8}}, "k": {{0, 8, 4}, {0, 24, 4}}, "v": {{0, 12, 4}, {0, 28, 4}}},
-			map[string][]uint64{"q": {4, 1}, "k": {2, 1}, "v": {2, 1}}},
-		{"concat a+b ab dim=1", []safetensors.TensorInfo{f32("a", 0, 2, 2), f32("b", 16, 2, 2)},
-			map[string][]Segment{"ab": {{0, 0, 8}, {1, 0, 8}, {0, 8, 8}, {1, 8, 8}}},
-			map[string][]uint64{"ab": {2, 4}}},
-		{"permute x y heads=1", []safetensors.TensorInfo{f32("x", 0, 4, 1)},
-			map[string][]Segment{"y": {{0, 0, 4}, {0, 8, 4}, {0, 4, 4}, {0, 12, 4}}},
-			map[string][]uint64{"y": {4, 1}}},
-		{"unstack x a.{e} b.{e}", []safetensors.TensorInfo{f32("x", 0, 2, 2, 1)},
-			map[string][]Segment{"a.0": {{0, 0, 4}}, "b.0": {{0, 4, 4}}, "a.1": {{0, 8, 4}}, "b.1": {{0, 12, 4}}},
-			map[string][]uint64{"a.0": {1, 1}, "b.1": {1, 1}}},
-	}
-	for _, tt := range tests {
-		a, err := Parse("test", "name t\n"+tt.rules)
+// TestChooseAppliesOnce: every candidate chain of each side is applied
+// exactly once, however many the other side has.
+func TestChooseAppliesOnce(t *testing.T) {
+	counts := map[string]int{}
+	testHookApply = func(c Chain) { counts[c.Name()]++ }
+	defer func() { testHookApply = nil }()
+	pub := infos("a.x", "b.x")
+	exp := infos("p.x", "q.x")
+	rename := func(name, from, to string) Chain {
+		a, err := Parse("test", "name "+name+"\nregex ^"+from+"\\. "+to+".")
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := Chain{a}.Apply(tt.in, nil)
-		if len(v.Errors) > 0 || len(v.Tensors) != len(tt.want) {
-			t.Errorf("%s: %v %v", tt.rules, names(v), v.Errors)
-			continue
-		}
-		for name, want := range tt.want {
-			got, ok := v.Tensor(name)
-			if !ok || !slices.Equal(got.Segments, want) {
-				t.Errorf("%s: %s segments %v, want %v", tt.rules, name, got.Segments, want)
-			}
-			if s, ok := tt.shapes[name]; ok && !slices.Equal(got.Shape, s) {
-				t.Errorf("%s: %s shape %v, want %v", tt.rules, name, got.Shape, s)
-			}
-		}
+		return Chain{a}
 	}
-}
-
-func TestRuleErrors(t *testing.T) {
-	a, _ := Parse("test", "name t\nsplit x a b c\npermute y z heads=num_attention_heads\nconcat p+q pq\nunstack s s.{e}")
-	in := infos("x", "y", "p", "s")
-	in[0].Shape = []uint64{2}
-	v := Chain{a}.Apply(in, Env{"num_attention_heads": 3})
-	if len(v.Errors) != 4 || len(v.Tensors) != 0 {
-		t.Fatalf("%v %v", names(v), v.Errors)
+	pubCands := []Chain{nil, rename("pa", "a", "c"), rename("pb", "b", "d")}
+	expCands := []Chain{rename("ep", "p", "z"), rename("eq", "q", "y"), rename("ex", "p", "a")}
+	p, e := Choose(Side{Tensors: pub, Candidates: pubCands}, Side{Tensors: exp, Candidates: expCands}, nil)
+	if p.Adapter != "hf" || e.Adapter != "ex" {
+		t.Errorf("chose %s / %s, want hf / ex", p.Adapter, e.Adapter)
 	}
-	for _, e := range v.Errors {
-		if !strings.HasPrefix(e.Rule, "t:") || e.Message == "" {
-			t.Errorf("%v", e)
-		}
+	want := map[string]int{"hf": 1, "pa": 1, "pb": 1, "ep": 1, "eq": 1, "ex": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("applications %v, want each once: %v", counts, want)
 	}
-}
-
-// TestHostileShapes: shapes from a header must not make a rule loop or
-// allocate without end.
-func TestHostileShapes(t *testing.T) {
-	a, err := Parse("test", "name t\nunstack u u.{e}\npermute p p2 heads=1\nsplit s s1 s2 dim=1\nsplit g g1 g2 groups=2\nconcat c1+c2 c dim=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	huge := uint64(1) << 40
-	in := []safetensors.TensorInfo{
-		{Name: "u", DType: safetensors.F32, Shape: []uint64{huge, 0}},
-		{Name: "p", DType: safetensors.F32, Shape: []uint64{huge, 0}},
-		{Name: "s", DType: safetensors.F32, Shape: []uint64{huge, 2, 0}},
-		{Name: "g", DType: safetensors.U8, Shape: []uint64{1 << 62, 1 << 62, 4}},
-		{Name: "c1", DType: safetensors.F32, Shape: []uint64{huge, 0}},
-		{Name: "c2", DType: safetensors.F32, Shape: []uint64{huge, 0}},
-	}
-	v := Chain{a}.Apply(in, nil)
-	if _, ok := v.Tensor("p2"); !ok {
-		t.Errorf("an empty [2^40, 0] tensor permutes to itself: %v", v.Errors)
-	}
-	if _, ok := v.Tensor("s1"); !ok {
-		t.Errorf("an empty tensor splits into empty parts: %v", v.Errors)
-	}
-	errs := map[string]bool{}
-	for _, e := range v.Errors {
-		errs[e.Name] = true
-	}
-	if !errs["u"] || !errs["g"] {
-		t.Errorf("want errors for u (too many slices) and g (overflow): %v", v.Errors)
+	// A perfect pair ends the search: later chains are not applied.
+	clear(counts)
+	Choose(Side{Tensors: pub, Candidates: pubCands}, Side{Tensors: pub, Candidates: expCands}, nil)
+	if want := map[string]int{"hf": 1, "ep": 1}; !maps.Equal(counts, want) {
+		t.Errorf("applications %v, want %v", counts, want)
 	}
 }

@@ -1,27 +1,71 @@
 package adapter
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
+// Layout rules make work from numbers in headers. These bound it, so that
+// a hostile shape ([10^12, 0] holds no bytes) cannot make a rule loop or
+// allocate without end, and the work of a view grows with the number of
+// physical tensors, never with a number written in their shapes.
+const (
+	maxSlices   = 1 << 16 // unstack: slices of one tensor
+	maxSegments = 1 << 22 // pieces of one logical tensor
+	// Each adapter of a chain may do work up to workBase units plus
+	// workPerTensor per physical tensor: a segment is a unit and a logical
+	// tensor tensorUnits (its names and its place in the view weigh more
+	// than a segment), so a zero-byte slice costs like any other.
+	workBase      = 1 << 18
+	workPerTensor = 1 << 12
+	tensorUnits   = 8
+)
+
+// testHookApply, when set by a test, sees every chain ApplyLimit applies.
+var testHookApply func(Chain)
+
 // Apply maps physical tensors through the chain to the logical view. env
-// gives rule expressions their config values.
+// gives rule expressions their config values. The work is bounded as
+// ApplyLimit says, with no limit of its own on the tensors.
 func (c Chain) Apply(tensors []safetensors.TensorInfo, env Env) *View {
-	cur := make([]Tensor, len(tensors))
-	segments := make([]Segment, len(tensors)) // one backing array: most tensors are one segment
-	for i, t := range tensors {
+	return c.ApplyLimit(tensors, env, 0)
+}
+
+// ApplyLimit is Apply making at most maxTensors logical tensors (0: no
+// limit of the caller's). Whatever the limit, each adapter of the chain may
+// make logical tensors and segments only up to a bound proportional to
+// len(tensors) plus a constant (a logical tensor counts as several
+// segments, whether or not it holds bytes). An adapter stops
+// where it would pass either bound, before doing the work: the view holds
+// the tensors made until then, Truncated is set, and a RuleError names the
+// tensor where it stopped.
+func (c Chain) ApplyLimit(tensors []safetensors.TensorInfo, env Env, maxTensors int) *View {
+	if testHookApply != nil {
+		testHookApply(c)
+	}
+	v := &View{Adapter: c.Name()}
+	b := newBudget(maxTensors, len(tensors))
+	n := len(tensors)
+	if maxTensors > 0 && n > maxTensors {
+		b.hitTensors = true
+		v.stop(tensors[maxTensors].Name, c.Name(), b, n-maxTensors-1)
+		n = maxTensors
+	}
+	cur := make([]Tensor, n)
+	segments := make([]Segment, n) // one backing array: most tensors are one segment
+	for i, t := range tensors[:n] {
 		segments[i] = Segment{Source: i, Length: t.Size()}
 		cur[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Source: t.Name, Segments: segments[i : i+1 : i+1]}
 	}
-	v := &View{Adapter: c.Name()}
 	for _, a := range c {
-		cur = a.apply(cur, env, v)
+		b.reset()
+		cur = a.apply(cur, env, v, b)
 	}
-	v.Tensors = make([]Tensor, 0, len(cur))
+	// The view keeps the first tensor of each name, in place.
+	v.Tensors = cur[:0]
 	v.byName = make(map[string]int, len(cur))
 	var collided map[string]int
 	for _, t := range cur {
@@ -45,106 +89,246 @@ func (c Chain) Apply(tensors []safetensors.TensorInfo, env Env) *View {
 	return v
 }
 
-// apply runs one adapter over the tensors: rewrites in order, then the first
-// mapping that matches; a tensor no mapping matches passes through.
-func (a *Adapter) apply(in []Tensor, env Env, v *View) []Tensor {
+// stop records that the chain stopped at the tensor named source, with
+// left more tensors after it unmapped.
+func (v *View) stop(source, rule string, b *budget, left int) {
+	var msg string
+	if b.hitTensors {
+		msg = fmt.Sprintf("the view would hold more than %d logical tensors, its limit", b.maxTensors)
+	} else {
+		msg = fmt.Sprintf("the view would take more than %d units of work (a segment 1, a tensor %d), the bound for %d physical tensors",
+			b.maxWork, tensorUnits, b.physical)
+	}
+	v.Truncated = true
+	v.Errors = append(v.Errors, RuleError{Name: source, Rule: rule,
+		Message: fmt.Sprintf("%s; stopped here: this tensor and the %d after it are left out", msg, left)})
+}
+
+// errLimit is a mapping that would pass the budget.
+var errLimit = errors.New("over the work bound")
+
+// A budget bounds what one adapter makes: logical tensors (the caller's
+// limit) and work, in units of segments (the work bound). A mapping reserves its
+// work before doing it; what it made is then committed.
+type budget struct {
+	maxTensors, maxWork uint64 // maxTensors 0: no limit
+	physical            int
+	tensors, work       uint64 // committed
+	pendTensors         uint64 // reserved by the mapping under way
+	pendWork            uint64
+	hitTensors          bool // the tensor limit, not the work bound, stopped it
+}
+
+func newBudget(maxTensors, physical int) *budget {
+	return &budget{maxTensors: uint64(max(maxTensors, 0)), maxWork: workBase + workPerTensor*uint64(physical), physical: physical}
+}
+
+func (b *budget) reset() {
+	*b = budget{maxTensors: b.maxTensors, maxWork: b.maxWork, physical: b.physical}
+}
+
+// reserve makes room for tensors more tensors of pieces segments in all,
+// or reports that there is none.
+func (b *budget) reserve(tensors, pieces uint64) bool {
+	t, w := b.tensors+b.pendTensors, b.work+b.pendWork // never past the bounds
+	if b.maxTensors > 0 && tensors > b.maxTensors-t {
+		b.hitTensors = true
+		return false
+	}
+	if tensors > (b.maxWork-w)/tensorUnits || pieces > b.maxWork-w-tensors*tensorUnits {
+		return false
+	}
+	b.pendTensors += tensors
+	b.pendWork += tensors*tensorUnits + pieces
+	return true
+}
+
+// commit counts the tensors a mapping made, ending its reservation; it
+// returns how many of them fit.
+func (b *budget) commit(made []Tensor) int {
+	for i := range made {
+		if !b.take(&made[i]) {
+			return i
+		}
+	}
+	return len(made)
+}
+
+// take counts one tensor made, ending any reservation, or reports that it
+// does not fit.
+func (b *budget) take(t *Tensor) bool {
+	b.pendTensors, b.pendWork = 0, 0
+	if !b.reserve(1, uint64(len(t.Segments))) {
+		return false
+	}
+	b.tensors, b.work = b.tensors+b.pendTensors, b.work+b.pendWork
+	b.pendTensors, b.pendWork = 0, 0
+	return true
+}
+
+// A route is where a tensor goes in one adapter: the first mapping that
+// matches it (-1: none) and the name it has there.
+type route struct {
+	rule int
+	slot int      // which of the rule's sources matched (concat)
+	name string   // as the rewrites before the rule left it
+	segs []string // name split at dots, when a segment pattern matched
+}
+
+// route follows a name through the rules: rewrites in order, up to the
+// first mapping that matches.
+func (a *Adapter) route(name string, scratch map[string]string) route {
+	var segs []string
+	for k, r := range a.rules {
+		if r.kind.rewrite() {
+			if n := r.rewrite(name); n != name {
+				name, segs = n, nil
+			}
+			continue
+		}
+		for m := range r.src {
+			p := &r.src[m]
+			if p.rejects(name) {
+				continue
+			}
+			if segs == nil && p.glob == nil {
+				segs = strings.Split(name, ".")
+			}
+			if p.match(name, segs, scratch) {
+				return route{rule: k, slot: m, name: name, segs: segs}
+			}
+		}
+	}
+	return route{rule: -1, name: name}
+}
+
+// apply runs one adapter over the tensors. Every tensor is routed first,
+// so that concat finds its sources by the names the rewrites give them,
+// wherever they are in the file; then each is mapped, in file order.
+func (a *Adapter) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 	if len(a.rules) == 0 {
 		return in
 	}
-	out := make([]Tensor, 0, len(in))
-	var byName map[string]int // for concat, built on first use
-	consumed := map[int]bool{}
 	caps := map[string]string{}
+	routes := make([]route, len(in))
+	var joins map[int]map[string]int // concat rule → name → first tensor routed to it
+	for i := range in {
+		rt := a.route(in[i].Name, caps)
+		routes[i] = rt
+		if rt.rule >= 0 && a.rules[rt.rule].kind == opConcat {
+			if joins == nil {
+				joins = make(map[int]map[string]int)
+			}
+			if joins[rt.rule] == nil {
+				joins[rt.rule] = make(map[string]int)
+			}
+			if _, dup := joins[rt.rule][rt.name]; !dup {
+				joins[rt.rule][rt.name] = i
+			}
+		}
+	}
+	var consumed []bool
+	if joins != nil {
+		consumed = make([]bool, len(in))
+	}
+	out := make([]Tensor, 0, len(in))
 	for i, t := range in {
-		if consumed[i] {
+		if consumed != nil && consumed[i] {
 			continue
 		}
-		name := t.Name
-		var segs []string
-		mapped := false
-		for _, r := range a.rules {
-			if r.kind.rewrite() {
-				name = r.rewrite(name)
-				segs = nil
-				continue
+		rt := routes[i]
+		t.Name = rt.name
+		if rt.rule < 0 {
+			if !b.take(&t) {
+				v.stop(t.Source, a.Name, b, len(in)-i-1)
+				return out
 			}
-			if r.src[0].rejects(name) {
-				continue
-			}
-			if segs == nil {
-				segs = strings.Split(name, ".")
-			}
-			clear(caps)
-			if !r.src[0].match(name, segs, caps) {
-				continue
-			}
-			mapped = true
-			where := a.Name + ":" + strconv.Itoa(r.line) + ": " + r.text
-			fail := func(format string, args ...any) {
-				v.Errors = append(v.Errors, RuleError{Name: t.Source, Rule: where, Message: fmt.Sprintf(format, args...)})
-			}
-			t.Name = name
-			switch r.kind {
-			case opIgnore:
-				v.Ignored = append(v.Ignored, t.Source)
-			case opDrop:
-				v.Dropped = append(v.Dropped, Dropped{Name: t.Source, Reason: r.reason, Rule: where})
-			case opConcat:
-				if byName == nil {
-					byName = make(map[string]int, len(in))
-					for j, u := range in {
-						byName[u.Name] = j
-					}
-				}
-				parts := []Tensor{t}
-				var idx []int
-				for _, p := range r.src[1:] {
-					j, ok := byName[expandPattern(p, caps)]
-					if !ok {
-						fail("no %s to join", expandPattern(p, caps))
-						parts = nil
-						break
-					}
-					parts = append(parts, in[j])
-					idx = append(idx, j)
-				}
-				if parts == nil {
-					break
-				}
-				joined, err := concat(parts, r.dim)
-				if err != nil {
-					fail("%v", err)
-					break
-				}
-				for _, j := range idx {
-					consumed[j] = true
-				}
-				joined.Name, joined.Rule = r.dst[0].expand(caps), where
-				out = append(out, joined)
-			default:
-				made, err := r.mapTensor(t, caps, env)
-				if err != nil {
-					fail("%v", err)
-					break
-				}
-				for k := range made {
-					made[k].Rule = where
-				}
-				out = append(out, made...)
-			}
-			break
-		}
-		if !mapped {
-			t.Name = name
 			out = append(out, t)
+			continue
+		}
+		r := a.rules[rt.rule]
+		fail := func(name, format string, args ...any) {
+			v.Errors = append(v.Errors, RuleError{Name: name, Rule: r.where, Message: fmt.Sprintf(format, args...)})
+		}
+		clear(caps)
+		r.src[rt.slot].match(rt.name, rt.segs, caps)
+		n0 := len(out)
+		var err error
+		switch r.kind {
+		case opIgnore:
+			v.Ignored = append(v.Ignored, t.Source)
+			continue
+		case opDrop:
+			v.Dropped = append(v.Dropped, Dropped{Name: t.Source, Reason: r.reason, Rule: r.where})
+			continue
+		case opConcat:
+			var parts []Tensor
+			if parts, err = a.joinParts(r, rt, i, in, routes, joins[rt.rule], consumed, caps); err != nil {
+				fail(t.Source, "%v", err)
+				continue
+			}
+			var joined Tensor
+			if joined, err = concat(parts, r.dim, b); err == nil {
+				joined.Name = r.dst[0].expand(caps)
+				out = append(out, joined)
+			} else if err != errLimit {
+				for _, p := range parts {
+					fail(p.Source, "%v", err)
+				}
+				continue
+			}
+		default:
+			out, err = r.mapTensor(out, t, caps, env, b)
+		}
+		if err == errLimit {
+			v.stop(t.Source, r.where, b, len(in)-i-1)
+			return out[:n0]
+		}
+		if err != nil {
+			fail(t.Source, "%v", err)
+			out = out[:n0]
+			continue
+		}
+		made := out[n0:]
+		for k := range made {
+			made[k].Rule = r.where
+		}
+		if n := b.commit(made); n < len(made) {
+			v.stop(t.Source, r.where, b, len(in)-i-1)
+			return out[:n0+n]
 		}
 	}
 	return out
 }
 
-// expandPattern fills a pattern's captures, for concat's other sources.
-func expandPattern(p pattern, caps map[string]string) string {
-	return template{text: p.text, segs: p.segs}.expand(caps)
+// joinParts finds the sources of the concat that tensor i, matching
+// source rt.slot, starts: in the order the rule lists them, each by the
+// name the rewrites gave it, and marks them used. joins maps the names of
+// the tensors routed to the rule to the first of them.
+func (a *Adapter) joinParts(r *rule, rt route, i int, in []Tensor, routes []route, joins map[string]int, consumed []bool, caps map[string]string) ([]Tensor, error) {
+	idx := make([]int, len(r.src))
+	for m := range r.src {
+		if m == rt.slot {
+			idx[m] = i
+			continue
+		}
+		want := r.src[m].expand(caps)
+		j, ok := joins[want]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("no %s to join", want)
+		case j == i || consumed[j]:
+			return nil, fmt.Errorf("%s is joined already", want)
+		}
+		idx[m] = j
+	}
+	parts := make([]Tensor, len(idx))
+	for m, j := range idx {
+		consumed[j] = true
+		parts[m] = in[j]
+		parts[m].Name = routes[j].name
+	}
+	return parts, nil
 }
 
 func (r *rule) rewrite(name string) string {
@@ -170,24 +354,27 @@ func (r *rule) rewrite(name string) string {
 }
 
 // mapsAny reports whether the adapter changes any of the names (after the
-// chain before): a rewrite that changes one, or a rename, unstack, split,
-// concat or permute that matches one (drop and ignore rules alone do not
-// make a scheme: HF checkpoints carry rotary buffers too). Mappings are
-// tried only on names whose first segment one of them starts with, so an
-// adapter for another scheme costs a lookup per name.
+// rewrites of the chain before): a rewrite that changes one, or a rename,
+// unstack, split, concat or permute that matches one (drop and ignore rules
+// alone do not make a scheme: HF checkpoints carry rotary buffers too).
+// Mappings are tried only on names whose first segment one of them starts
+// with, so an adapter for another scheme costs a lookup per name.
 func (a *Adapter) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
 	firsts := map[string]bool{}
 	anyFirst := false
-	var mappings []*rule
+	var rules []*rule
 	for _, r := range a.rules {
-		switch {
-		case r.kind.rewrite():
-			mappings = append(mappings, r)
-		case r.kind != opDrop && r.kind != opIgnore:
-			mappings = append(mappings, r)
-			anyFirst = anyFirst || r.src[0].first == ""
-			firsts[r.src[0].first] = true
+		if r.kind == opDrop || r.kind == opIgnore {
+			continue
 		}
+		rules = append(rules, r)
+		for _, p := range r.src {
+			anyFirst = anyFirst || p.first == ""
+			firsts[p.first] = true
+		}
+	}
+	if len(rules) == 0 {
+		return false
 	}
 	caps := map[string]string{}
 	for _, t := range tensors {
@@ -195,25 +382,30 @@ func (a *Adapter) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
 		for _, b := range before {
 			name = b.rewriteOnly(name)
 		}
+		first, _, _ := strings.Cut(name, ".")
+		known := anyFirst || firsts[first] // the name never changes below: a change returns
 		var segs []string
-		for _, r := range mappings {
+		for _, r := range rules {
 			if r.kind.rewrite() {
-				if n := r.rewrite(name); n != name {
+				if r.rewrite(name) != name {
 					return true
 				}
 				continue
 			}
-			if first, _, _ := strings.Cut(name, "."); !anyFirst && !firsts[first] {
-				break
-			}
-			if r.src[0].rejects(name) {
+			if !known {
 				continue
 			}
-			if segs == nil {
-				segs = strings.Split(name, ".")
-			}
-			if r.src[0].match(name, segs, caps) {
-				return true
+			for m := range r.src {
+				p := &r.src[m]
+				if p.rejects(name) {
+					continue
+				}
+				if segs == nil && p.glob == nil {
+					segs = strings.Split(name, ".")
+				}
+				if p.match(name, segs, caps) {
+					return true
+				}
 			}
 		}
 	}
@@ -228,264 +420,4 @@ func (a *Adapter) rewriteOnly(name string) string {
 		}
 	}
 	return name
-}
-
-// Layout rules make work from numbers in headers: these bound it, so that a
-// hostile shape ([10^12, 0] holds no bytes) cannot make a rule loop or
-// allocate without end.
-const (
-	maxSlices   = 1 << 16 // unstack: experts a tensor
-	maxSegments = 1 << 22 // pieces of one logical tensor
-)
-
-// checkLayout rejects a tensor whose shape overflows or whose layout would
-// need more than maxSegments pieces of rows.
-func checkLayout(shape []uint64, pieces uint64) error {
-	if _, ok := (safetensors.TensorInfo{Shape: shape}).NumElements(); !ok {
-		return fmt.Errorf("shape %s overflows", safetensors.FormatShape(shape))
-	}
-	if pieces > maxSegments {
-		return fmt.Errorf("shape %s would need %d pieces, more than %d", safetensors.FormatShape(shape), pieces, maxSegments)
-	}
-	return nil
-}
-
-// mapTensor applies a rename, unstack, split or permute rule to t.
-func (r *rule) mapTensor(t Tensor, caps map[string]string, env Env) ([]Tensor, error) {
-	elem := uint64(t.DType.Bits() / 8)
-	if t.DType.Bits()%8 != 0 && r.kind != opRename {
-		return nil, fmt.Errorf("%s elements are smaller than a byte; only renames apply", t.DType)
-	}
-	if r.kind != opRename {
-		if err := checkLayout(t.Shape, 0); err != nil {
-			return nil, err
-		}
-	}
-	switch r.kind {
-	case opRename:
-		t.Name = r.dst[0].expand(caps)
-		return []Tensor{t}, nil
-	case opUnstack:
-		if len(t.Shape) < 2 {
-			return nil, fmt.Errorf("shape %s has no dimension to unstack", safetensors.FormatShape(t.Shape))
-		}
-		if t.Shape[0] > maxSlices {
-			return nil, fmt.Errorf("%d slices to unstack, more than %d", t.Shape[0], maxSlices)
-		}
-		inner := t.Shape[1:]
-		slice := elem * product(inner)
-		var out []Tensor
-		for e := range t.Shape[0] {
-			piece := Tensor{DType: t.DType, Shape: inner, Segments: sliceSegments(t.Segments, e*slice, slice),
-				Source: fmt.Sprintf("%s[%d]", t.Source, e)}
-			caps["{e}"] = strconv.FormatUint(e, 10)
-			if len(r.dst) == 1 {
-				piece.Name = r.dst[0].expand(caps)
-				out = append(out, piece)
-				continue
-			}
-			parts, err := r.split(piece, caps, env, 0)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, parts...)
-		}
-		return out, nil
-	case opSplit:
-		return r.split(t, caps, env, r.dim)
-	case opPermute:
-		heads, err := r.heads.eval(env, false)
-		if err != nil {
-			return nil, err
-		}
-		if len(t.Shape) < 1 || heads <= 0 || t.Shape[0]%uint64(2*heads) != 0 {
-			return nil, fmt.Errorf("%s rows are not a multiple of 2 x heads (%d)", safetensors.FormatShape(t.Shape), heads)
-		}
-		rows, h := t.Shape[0], uint64(heads)
-		half := rows / h / 2
-		row := elem * product(t.Shape[1:])
-		if row == 0 { // no bytes to reorder
-			t.Name = r.dst[0].expand(caps)
-			return []Tensor{t}, nil
-		}
-		if err := checkLayout(t.Shape, rows); err != nil {
-			return nil, err
-		}
-		segs := make([]Segment, 0, rows)
-		// HF row (h, b, a) is native row (h, a, b) of the [heads, half, 2] view.
-		for hh := range h {
-			for b := range uint64(2) {
-				for a := range half {
-					segs = appendSegments(segs, sliceSegments(t.Segments, (hh*2*half+2*a+b)*row, row))
-				}
-			}
-		}
-		t.Segments, t.Name = segs, r.dst[0].expand(caps)
-		return []Tensor{t}, nil
-	}
-	return nil, fmt.Errorf("not a mapping")
-}
-
-// split cuts t along dim into len(r.dst) parts: the dimension holds
-// `groups` repeats of blocks of r.sizes (equal parts by default).
-func (r *rule) split(t Tensor, caps map[string]string, env Env, dim int) ([]Tensor, error) {
-	if dim >= len(t.Shape) {
-		return nil, fmt.Errorf("shape %s has no dimension %d", safetensors.FormatShape(t.Shape), dim)
-	}
-	groups := int64(1)
-	if r.groups != nil {
-		var err error
-		if groups, err = r.groups.eval(env, false); err != nil {
-			return nil, err
-		}
-	}
-	n := t.Shape[dim]
-	if groups <= 0 || n%uint64(groups) != 0 {
-		return nil, fmt.Errorf("dimension %d (%d) is not %d groups", dim, n, groups)
-	}
-	block := n / uint64(groups)
-	sizes := make([]uint64, len(r.dst))
-	var total uint64
-	for i := range sizes {
-		if r.sizes == nil {
-			if block%uint64(len(r.dst)) != 0 {
-				return nil, fmt.Errorf("dimension %d (%d) does not split into %d equal parts", dim, n, len(r.dst))
-			}
-			sizes[i] = block / uint64(len(r.dst))
-		} else {
-			v, err := r.sizes[i].eval(env, false)
-			if err != nil {
-				return nil, err
-			}
-			if v <= 0 {
-				return nil, fmt.Errorf("size %s is %d", r.sizes[i].text, v)
-			}
-			sizes[i] = uint64(v)
-		}
-		total += sizes[i]
-	}
-	if total != block {
-		return nil, fmt.Errorf("dimension %d is %d, but %d groups of sizes summing to %d make %d", dim, n, groups, total, total*uint64(groups))
-	}
-	elem := uint64(t.DType.Bits() / 8)
-	outer := product(t.Shape[:dim])
-	inner := elem * product(t.Shape[dim+1:])
-	if inner == 0 || n == 0 {
-		outer = 0 // no bytes: every part is empty
-	}
-	if err := checkLayout(t.Shape, outer*uint64(groups)); err != nil {
-		return nil, err
-	}
-	out := make([]Tensor, len(r.dst))
-	var offset uint64
-	for i, size := range sizes {
-		var segs []Segment
-		for o := range outer {
-			for g := range uint64(groups) {
-				start := (o*n + g*block + offset) * inner
-				segs = appendSegments(segs, sliceSegments(t.Segments, start, size*inner))
-			}
-		}
-		shape := append([]uint64(nil), t.Shape...)
-		shape[dim] = size * uint64(groups)
-		out[i] = Tensor{Name: r.dst[i].expand(caps), DType: t.DType, Shape: shape, Segments: segs,
-			Source: fmt.Sprintf("%s[%s]", t.Source, describeCut(dim, len(t.Shape), groups, offset, size, block))}
-		offset += size
-	}
-	return out, nil
-}
-
-func describeCut(dim, rank int, groups int64, offset, size, block uint64) string {
-	parts := make([]string, rank)
-	for i := range parts {
-		parts[i] = ":"
-	}
-	if groups == 1 {
-		parts[dim] = fmt.Sprintf("%d:%d", offset, offset+size)
-	} else {
-		parts[dim] = fmt.Sprintf("%d groups of %d: %d:%d", groups, block, offset, offset+size)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// concat joins tensors along dim; all other dimensions must agree.
-func concat(parts []Tensor, dim int) (Tensor, error) {
-	first := parts[0]
-	if dim >= len(first.Shape) {
-		return Tensor{}, fmt.Errorf("shape %s has no dimension %d", safetensors.FormatShape(first.Shape), dim)
-	}
-	shape := append([]uint64(nil), first.Shape...)
-	shape[dim] = 0
-	sources := make([]string, len(parts))
-	for i, p := range parts {
-		if p.DType != first.DType || len(p.Shape) != len(first.Shape) {
-			return Tensor{}, fmt.Errorf("cannot join %s %s with %s %s", first.DType, safetensors.FormatShape(first.Shape), p.DType, safetensors.FormatShape(p.Shape))
-		}
-		for d := range p.Shape {
-			if d != dim && p.Shape[d] != first.Shape[d] {
-				return Tensor{}, fmt.Errorf("cannot join %s with %s along dimension %d", safetensors.FormatShape(first.Shape), safetensors.FormatShape(p.Shape), dim)
-			}
-		}
-		shape[dim] += p.Shape[dim]
-		sources[i] = p.Source
-	}
-	elem := uint64(first.DType.Bits() / 8)
-	inner := elem * product(first.Shape[dim+1:])
-	outer := product(first.Shape[:dim])
-	if inner == 0 {
-		outer = 0
-	}
-	if err := checkLayout(shape, outer*uint64(len(parts))); err != nil {
-		return Tensor{}, err
-	}
-	var segs []Segment
-	for o := range outer {
-		for _, p := range parts {
-			n := p.Shape[dim] * inner
-			segs = appendSegments(segs, sliceSegments(p.Segments, o*n, n))
-		}
-	}
-	return Tensor{DType: first.DType, Shape: shape, Segments: segs, Source: strings.Join(sources, "+")}, nil
-}
-
-func product(dims []uint64) uint64 {
-	n := uint64(1)
-	for _, d := range dims {
-		n *= d
-	}
-	return n
-}
-
-// sliceSegments returns the segments holding bytes [off, off+n) of the
-// tensor that segs make up.
-func sliceSegments(segs []Segment, off, n uint64) []Segment {
-	var out []Segment
-	var base uint64
-	for _, s := range segs {
-		if n == 0 {
-			break
-		}
-		if off >= base+s.Length {
-			base += s.Length
-			continue
-		}
-		within := off - base
-		take := min(n, s.Length-within)
-		out = append(out, Segment{Source: s.Source, Offset: s.Offset + within, Length: take})
-		off, n, base = off+take, n-take, base+s.Length
-	}
-	return out
-}
-
-// appendSegments appends more to segs, merging pieces that continue each
-// other in the same physical tensor.
-func appendSegments(segs, more []Segment) []Segment {
-	for _, m := range more {
-		if k := len(segs) - 1; k >= 0 && segs[k].Source == m.Source && segs[k].Offset+segs[k].Length == m.Offset {
-			segs[k].Length += m.Length
-			continue
-		}
-		segs = append(segs, m)
-	}
-	return segs
 }

@@ -9,8 +9,37 @@
 // segment; a row permutation or a per-group split is several. Anything that
 // reads segments works through every adapter. Adapters never read files.
 //
+// # Adapters are data
+//
 // Adapters are written in a small rule language (see Parse); the presets are
-// rule files embedded in the binary (see Presets). A Chain applies several in
-// order ("torchtitan-hf,compile"), and Choose picks, among Candidates, the
-// chain per side whose names best match the other side's.
+// the rule files of the presets directory, embedded in the binary (see
+// Presets). A Chain applies several in order ("torchtitan-hf,compile").
+//
+// A file also says how "auto" uses it, so a new naming scheme is a new file
+// and no Go: "auto wrapper" for a scheme that only wraps names (ddp,
+// compile, fsdp: tried whenever it changes a name, and combined with the
+// other wrappers that do), "auto structural" for a scheme of its own (the
+// default: tried after the wrappers, when it maps a name and its family
+// fits the published model_type), "auto never" for one used only by name
+// (hf, the identity). "order N" places it among its kind. Candidates lists
+// the chains auto tries on one side, and Choose picks, per side, the chain
+// whose names best match the other side's, applying each chain once.
+//
+// # Globs
+//
+// The project has one glob dialect, Glob: "*" matches any run of
+// characters, dots included, "?" one character, and everything else
+// itself. Adapter patterns that hold "*" or "?" are Globs; so are policy
+// matches, inspect --filter and --ignore.
+//
+// # Work bounds
+//
+// A header is input like any other, and a shape is a number in it: a few
+// kilobytes can claim stacks of 65536 experts that hold no bytes. The work
+// of applying a chain is bounded by the number of physical tensors, never by
+// a number in their shapes: each logical tensor and each segment counts
+// against a bound proportional to the physical tensors, and the caller may
+// cap the logical tensors further (Chain.ApplyLimit, Side.MaxTensors). A
+// chain that reaches a bound stops there and says so (View.Truncated). Rule
+// expressions over config.json values are checked int64 arithmetic.
 package adapter

@@ -38,8 +38,64 @@ func ExampleChoose() {
 	}
 	published := infos("model.embed_tokens.weight", "model.norm.weight")
 	exported := infos("_orig_mod.model.model.embed_tokens.weight", "_orig_mod.model.model.norm.weight", "_orig_mod.model.lm_head.weight")
-	pub, exp := adapter.Choose(published, exported,
-		adapter.Candidates(published, "qwen3", nil, nil), adapter.Candidates(exported, "qwen3", nil, nil), nil)
+	pub, exp := adapter.Choose(
+		adapter.Side{Tensors: published, Candidates: adapter.Candidates(published, "qwen3", nil, nil)},
+		adapter.Side{Tensors: exported, Candidates: adapter.Candidates(exported, "qwen3", nil, nil),
+			MaxTensors: 2*len(published) + 1024},
+		nil)
 	fmt.Println(pub.Adapter, "/", exp.Adapter)
 	// Output: hf / compile,torchtitan-hf
+}
+
+func ExampleChain_ApplyLimit() {
+	// A hostile header: a stack of 65536 experts that holds no bytes.
+	physical := []safetensors.TensorInfo{{Name: "layers.0.moe.experts.w1", DType: safetensors.BF16, Shape: []uint64{65536, 0, 8}}}
+	chain, err := (&adapter.Registry{}).ParseChain("torchtitan-qwen3")
+	if err != nil {
+		panic(err)
+	}
+	view := chain.ApplyLimit(physical, nil, 1024)
+	fmt.Println(len(view.Tensors), view.Truncated)
+	fmt.Println(view.Errors[0].Message)
+	// Output:
+	// 0 true
+	// the view would hold more than 1024 logical tensors, its limit; stopped here: this tensor and the 0 after it are left out
+}
+
+func ExampleCompileGlob() {
+	g := adapter.CompileGlob("model.layers.*.self_attn.?_proj.*")
+	for _, name := range []string{
+		"model.layers.0.self_attn.q_proj.weight",
+		"model.layers.12.self_attn.o_proj.bias",
+		"model.layers.0.mlp.up_proj.weight",
+	} {
+		fmt.Println(g.Match(name), name)
+	}
+	// Output:
+	// true model.layers.0.self_attn.q_proj.weight
+	// true model.layers.12.self_attn.o_proj.bias
+	// false model.layers.0.mlp.up_proj.weight
+}
+
+func ExampleCandidates() {
+	// A naming scheme of one's own: the file says auto may try it for qwen3.
+	student, err := adapter.Parse("student.adapter", `
+name   student
+doc    distilled student checkpoints
+family qwen3
+auto   structural
+strip-prefix student.
+`)
+	if err != nil {
+		panic(err)
+	}
+	exported := []safetensors.TensorInfo{
+		{Name: "module.student.model.norm.weight", DType: safetensors.BF16, Shape: []uint64{1}, DataOffsets: [2]uint64{0, 2}},
+	}
+	for _, c := range adapter.Candidates(exported, "qwen3", []*adapter.Adapter{student}, nil) {
+		fmt.Println(c.Name())
+	}
+	// Output:
+	// ddp
+	// ddp,student
 }

@@ -3,42 +3,11 @@ package adapter
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
-
-// The adapter language: one rule a line, "#" starts a comment.
-//
-//	name NAME                  the adapter's name (required)
-//	doc TEXT                   a line of documentation
-//	family MODEL_TYPE...       config.json model_type values it is for (auto only)
-//
-// Rewrites change a name and go on to the next rule:
-//
-//	strip-prefix PREFIX        remove PREFIX from names that start with it
-//	remove-segment SEGMENT     remove every dot-separated path segment SEGMENT
-//	regex REGEXP REPLACEMENT   Go regexp replace, $1 for groups
-//
-// Mappings end a tensor's trip through the file; the first that matches wins:
-//
-//	rename SRC DST                       one tensor to another name
-//	unstack SRC DST... [sizes=E,...]     dim 0 indexes {e}: one tensor per slice; with
-//	                                     several DSTs each slice is split along its dim 0
-//	split SRC DST... [dim=N] [groups=E] [sizes=E,...]
-//	                                     along dim N (default 0), made of `groups` repeats
-//	                                     of blocks of the given sizes (default equal parts)
-//	concat SRC+SRC... DST [dim=N]        several tensors joined along dim N into one
-//	permute SRC DST heads=E              rotary row order: DST = SRC.view(heads, rows/heads/2,
-//	                                     2, cols).transpose(1, 2).reshape(rows, cols)
-//	drop SRC REASON...                   no counterpart, said as adapter_dropped
-//	ignore SRC                           not a weight (buffers), left out silently
-//
-// Patterns are dotted names in which {x} matches one path segment and binds
-// x for the DST templates, and * matches any run of characters. Expressions
-// E are integers and config.json fields (num_attention_heads,
-// num_key_value_heads, head_dim, hidden_size, ...) with + - * /.
 
 type opKind int
 
@@ -55,18 +24,13 @@ const (
 	opIgnore
 )
 
-var opNames = map[string]opKind{
-	"strip-prefix": opStripPrefix, "remove-segment": opRemoveSegment, "regex": opRegex,
-	"rename": opRename, "unstack": opUnstack, "split": opSplit, "concat": opConcat,
-	"permute": opPermute, "drop": opDrop, "ignore": opIgnore,
-}
-
 func (k opKind) rewrite() bool { return k <= opRegex }
 
 // A rule is one line of an adapter file.
 type rule struct {
 	kind    opKind
-	text    string // the line as written, for --explain and errors
+	text    string // the line as written, words single-spaced, for errors
+	where   string // "adapter:line: text", for Tensor.Rule and RuleError
 	line    int
 	src     []pattern // concat has several
 	dst     []template
@@ -80,359 +44,345 @@ type rule struct {
 	heads   *expr
 }
 
-// A pattern matches a tensor name segment by segment.
-type pattern struct {
-	text  string
-	segs  []string // literal segments, or "{x}" captures
-	glob  *regexp.Regexp
-	first string // the first segment when literal, for quick rejection
-	last  string // the last segment when literal, likewise
+// A ruleSpec says how one rule word is written: adding a rule kind is an
+// entry here plus its mapping code in apply.go.
+type ruleSpec struct {
+	kind     opKind
+	min, max int      // arguments, options aside; max < 0: no limit
+	options  []string // the option keys it takes
+	required []string // the options it cannot do without
+	build    func(r *rule, args []string) error
 }
 
-// A template builds a name from captures.
-type template struct {
-	text string
-	segs []string
+var ruleSpecs = map[string]ruleSpec{
+	"strip-prefix":   {kind: opStripPrefix, min: 1, max: 1, build: buildLiteral},
+	"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
+	"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
+	"rename":         {kind: opRename, min: 2, max: 2, build: buildMapping},
+	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"sizes"}, build: buildMapping},
+	"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes"}, build: buildMapping},
+	"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim"}, build: buildConcat},
+	"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads"}, required: []string{"heads"}, build: buildMapping},
+	"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
+	"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
 }
 
-// Parse reads an adapter written in the language above. source names it in
-// errors.
+// optionSpecs parse an option's value into the rule.
+var optionSpecs = map[string]func(r *rule, v string) error{
+	"dim": func(r *rule, v string) error {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("dim=%s: want a dimension number", v)
+		}
+		r.dim = d
+		return nil
+	},
+	"groups": func(r *rule, v string) (err error) {
+		r.groups, err = parseExpr(v)
+		return err
+	},
+	"sizes": func(r *rule, v string) error {
+		for s := range strings.SplitSeq(v, ",") {
+			e, err := parseExpr(s)
+			if err != nil {
+				return err
+			}
+			r.sizes = append(r.sizes, e)
+		}
+		return nil
+	},
+	"heads": func(r *rule, v string) (err error) {
+		r.heads, err = parseExpr(v)
+		return err
+	},
+}
+
+// directives set the adapter's own fields; "doc" and "family" may repeat.
+var directives = map[string]func(a *Adapter, args []string) error{
+	"name": func(a *Adapter, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("name takes one word")
+		}
+		a.Name = args[0]
+		return nil
+	},
+	"doc": func(a *Adapter, args []string) error {
+		a.Doc = strings.TrimSpace(a.Doc + " " + strings.Join(args, " "))
+		return nil
+	},
+	"family": func(a *Adapter, args []string) error {
+		a.Families = append(a.Families, args...)
+		return nil
+	},
+	"auto": func(a *Adapter, args []string) error {
+		if len(args) == 1 {
+			for k := range autoNames {
+				if autoNames[k] == args[0] {
+					a.Auto = Auto(k)
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("auto takes one of %s", strings.Join(autoNames[:], ", "))
+	},
+	"order": func(a *Adapter, args []string) error {
+		n, err := strconv.Atoi(strings.Join(args, " "))
+		if err != nil {
+			return fmt.Errorf("order takes an integer")
+		}
+		a.Order = n
+		return nil
+	},
+}
+
+// words splits a line into words, leaving out its comment.
+func words(line string) []string {
+	w := strings.Fields(line)
+	if len(w) == 0 || strings.HasPrefix(w[0], "#") {
+		return nil
+	}
+	text := w[0] == "doc" || w[0] == "drop"
+	for i, s := range w {
+		if s == "#" || !text && strings.HasPrefix(s, "#") {
+			return w[:i]
+		}
+	}
+	return w
+}
+
+// Parse reads an adapter written in the adapter language; source names it
+// in errors. The language is UTF-8 text, one directive or rule a line,
+// words separated by spaces or tabs.
+//
+// A comment runs from a word that starts with "#" to the end of the line,
+// so "#" inside a word is text ("regex ^a#b$ x"). In free text (doc TEXT,
+// drop's REASON) only a "#" standing alone as a word starts a comment, so
+// "doc see #12" keeps "#12" and "doc text  # note" drops the note.
+//
+// Directives say what the adapter is:
+//
+//	name NAME                  the adapter's name (required)
+//	doc TEXT                   a line of documentation
+//	family MODEL_TYPE...       config.json model_type values it is for (auto only)
+//	auto structural            how "auto" tries it (see Candidates); the default:
+//	                           after the wrappers, when it maps any name and its
+//	                           family fits the published model_type
+//	auto wrapper               whenever it changes any name; every wrapper that
+//	                           does is applied first, in order, before one
+//	                           structural adapter (ddp, compile, fsdp)
+//	auto never                 only when named (hf, the identity)
+//	order N                    where a preset comes among the presets of its
+//	                           kind: lower first, then by name (default 0); auto
+//	                           keeps the earlier of two chains that match as well,
+//	                           so simpler schemes take lower numbers (a user's
+//	                           adapters go before the presets, in the order given)
+//
+// Rewrites change a name and go on to the next rule:
+//
+//	strip-prefix PREFIX        remove PREFIX from names that start with it
+//	remove-segment SEGMENT     remove every dot-separated path segment SEGMENT
+//	regex REGEXP REPLACEMENT   Go regexp replace, $1 for groups
+//
+// Mappings end a tensor's trip through the file; the first that matches wins:
+//
+//	rename SRC DST                       one tensor to another name
+//	unstack SRC DST... [sizes=E,...]     dim 0 indexes {e}: one tensor per slice; with
+//	                                     several DSTs each slice is split along its dim 0
+//	split SRC DST... [dim=N] [groups=E] [sizes=E,...]
+//	                                     along dim N (default 0), made of `groups` repeats
+//	                                     of blocks of the given sizes (default equal parts)
+//	concat SRC+SRC... DST [dim=N]        several tensors joined along dim N into one, in
+//	                                     the order listed, whichever comes first in the file
+//	permute SRC DST heads=E              rotary row order: DST = SRC.view(heads, rows/heads/2,
+//	                                     2, cols).transpose(1, 2).reshape(rows, cols)
+//	drop SRC REASON...                   no counterpart, said as adapter_dropped
+//	ignore SRC                           not a weight (buffers), left out silently
+//
+// Patterns SRC are dotted names in which {x} matches one path segment and
+// binds x for the DST templates; a pattern holding "*" or "?" is a Glob over
+// the whole name instead, and captures nothing. A mapping sees the name as
+// the rewrites before it left it; so do concat's other sources, which must
+// capture the same names as the first. Options are the trailing KEY=VALUE
+// words whose KEY is an option name (dim, groups, sizes, heads), and only
+// for the rules that take options; any other word is an argument, "=" and
+// all, so a template or a regex replacement may hold "=". Expressions E are
+// integers and config.json fields (num_attention_heads, num_key_value_heads,
+// head_dim, hidden_size, ...) with + - * /, in checked int64 arithmetic.
 func Parse(source string, text string) (*Adapter, error) {
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("%s: not UTF-8 text", source)
 	}
-	a := &Adapter{Source: text}
-	for n, raw := range strings.Split(text, "\n") {
-		line := strings.TrimSpace(raw)
-		if i := strings.Index(line, "#"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		if line == "" {
+	a := &Adapter{Source: text, Auto: AutoStructural}
+	once := map[string]bool{}
+	for n, line := range strings.Split(text, "\n") {
+		w := words(line)
+		if len(w) == 0 {
 			continue
 		}
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("%s:%d: %s", source, n+1, fmt.Sprintf(format, args...))
 		}
-		word, rest, _ := strings.Cut(line, " ")
-		rest = strings.TrimSpace(rest)
-		fields := strings.Fields(rest)
-		switch word {
-		case "name":
-			if len(fields) != 1 {
-				return nil, fail("name takes one word")
+		word, args := w[0], w[1:]
+		if set, ok := directives[word]; ok {
+			if word != "doc" && word != "family" {
+				if once[word] {
+					return nil, fail("a second %s line", word)
+				}
+				once[word] = true
 			}
-			a.Name = fields[0]
-			continue
-		case "doc":
-			a.Doc = strings.TrimSpace(a.Doc + " " + rest)
-			continue
-		case "family":
-			a.Families = append(a.Families, fields...)
+			if err := set(a, args); err != nil {
+				return nil, fail("%v", err)
+			}
 			continue
 		}
-		kind, ok := opNames[word]
+		spec, ok := ruleSpecs[word]
 		if !ok {
 			return nil, fail("unknown rule %q", word)
 		}
-		r, err := parseRule(kind, line, fields, rest)
+		r, err := spec.parse(args)
 		if err != nil {
 			return nil, fail("%s: %v", word, err)
 		}
-		r.line = n + 1
+		r.line, r.text = n+1, strings.Join(w, " ")
 		a.rules = append(a.rules, r)
 	}
 	if a.Name == "" {
 		return nil, fmt.Errorf("%s: no name line", source)
 	}
+	for _, r := range a.rules {
+		r.where = a.Name + ":" + strconv.Itoa(r.line) + ": " + r.text
+	}
 	return a, nil
 }
 
-func parseRule(kind opKind, line string, fields []string, rest string) (*rule, error) {
-	r := &rule{kind: kind, text: line}
-	// key=value options come last.
-	opts := map[string]string{}
-	for len(fields) > 0 && kind != opDrop {
-		k, v, ok := strings.Cut(fields[len(fields)-1], "=")
-		if !ok || kind == opRegex {
+// parse builds a rule from its words: options off the end, then the
+// arguments as the spec says.
+func (spec ruleSpec) parse(args []string) (*rule, error) {
+	r := &rule{kind: spec.kind}
+	set := map[string]bool{}
+	for len(spec.options) > 0 && len(args) > 0 {
+		k, v, ok := strings.Cut(args[len(args)-1], "=")
+		if _, known := optionSpecs[k]; !ok || !known {
 			break
 		}
-		opts[k] = v
-		fields = fields[:len(fields)-1]
-	}
-	need := func(min, max int) error {
-		if len(fields) < min || (max >= 0 && len(fields) > max) {
-			return fmt.Errorf("wrong number of arguments")
-		}
-		return nil
-	}
-	var err error
-	switch kind {
-	case opStripPrefix, opRemoveSegment:
-		if err := need(1, 1); err != nil {
-			return nil, err
-		}
-		r.literal = fields[0]
-	case opRegex:
-		if err := need(2, 2); err != nil {
-			return nil, err
-		}
-		if r.re, err = regexp.Compile(fields[0]); err != nil {
-			return nil, err
-		}
-		r.repl = fields[1]
-	case opDrop:
-		if len(fields) < 2 {
-			return nil, fmt.Errorf("want a pattern and a reason")
-		}
-		r.src = []pattern{parsePattern(fields[0])}
-		r.reason = strings.TrimSpace(strings.TrimPrefix(rest, fields[0]))
-	case opIgnore:
-		if err := need(1, 1); err != nil {
-			return nil, err
-		}
-		r.src = []pattern{parsePattern(fields[0])}
-	case opRename, opPermute:
-		if err := need(2, 2); err != nil {
-			return nil, err
-		}
-		r.src = []pattern{parsePattern(fields[0])}
-		r.dst = []template{parseTemplate(fields[1])}
-	case opUnstack, opSplit:
-		if err := need(2, -1); err != nil {
-			return nil, err
-		}
-		r.src = []pattern{parsePattern(fields[0])}
-		for _, f := range fields[1:] {
-			r.dst = append(r.dst, parseTemplate(f))
-		}
-	case opConcat:
-		if err := need(2, 2); err != nil {
-			return nil, err
-		}
-		for _, s := range strings.Split(fields[0], "+") {
-			r.src = append(r.src, parsePattern(s))
-		}
-		if len(r.src) < 2 {
-			return nil, fmt.Errorf("want two or more sources joined by +")
-		}
-		r.dst = []template{parseTemplate(fields[1])}
-	}
-	for k, v := range opts {
 		switch {
-		case k == "dim" && (kind == opSplit || kind == opConcat):
-			if r.dim, err = strconv.Atoi(v); err != nil || r.dim < 0 {
-				return nil, fmt.Errorf("dim=%s: want a dimension number", v)
-			}
-		case k == "groups" && kind == opSplit:
-			r.groups, err = parseExpr(v)
-		case k == "sizes" && (kind == opSplit || kind == opUnstack):
-			for _, s := range strings.Split(v, ",") {
-				e, perr := parseExpr(s)
-				if perr != nil {
-					return nil, perr
-				}
-				r.sizes = append(r.sizes, e)
-			}
-		case k == "heads" && kind == opPermute:
-			r.heads, err = parseExpr(v)
-		default:
-			return nil, fmt.Errorf("unknown option %s", k)
+		case !slices.Contains(spec.options, k):
+			return nil, fmt.Errorf("takes no %s= option", k)
+		case set[k]:
+			return nil, fmt.Errorf("%s= given twice", k)
 		}
-		if err != nil {
+		set[k] = true
+		if err := optionSpecs[k](r, v); err != nil {
 			return nil, err
 		}
+		args = args[:len(args)-1]
 	}
-	if kind == opPermute && r.heads == nil {
-		return nil, fmt.Errorf("needs heads=")
+	if len(args) < spec.min || spec.max >= 0 && len(args) > spec.max {
+		switch {
+		case spec.min == spec.max:
+			return nil, fmt.Errorf("takes %d arguments, not %d", spec.min, len(args))
+		default:
+			return nil, fmt.Errorf("takes %d or more arguments, not %d", spec.min, len(args))
+		}
+	}
+	for _, k := range spec.required {
+		if !set[k] {
+			return nil, fmt.Errorf("needs %s=", k)
+		}
+	}
+	if err := spec.build(r, args); err != nil {
+		return nil, err
 	}
 	if r.sizes != nil && len(r.sizes) != len(r.dst) {
 		return nil, fmt.Errorf("%d sizes for %d outputs", len(r.sizes), len(r.dst))
 	}
-	// Every capture a template uses must come from the pattern ({e} from unstack).
-	bound := map[string]bool{}
-	for _, p := range r.src {
-		for _, s := range p.segs {
-			if isCapture(s) {
-				bound[s] = true
+	return r, checkCaptures(r)
+}
+
+func buildLiteral(r *rule, args []string) error {
+	r.literal = args[0]
+	return nil
+}
+
+func buildRegex(r *rule, args []string) (err error) {
+	r.re, err = regexp.Compile(args[0])
+	r.repl = args[1]
+	return err
+}
+
+// buildMapping reads SRC DST...: rename, unstack, split, permute, ignore.
+func buildMapping(r *rule, args []string) error {
+	p, err := parsePattern(args[0])
+	if err != nil {
+		return err
+	}
+	r.src = []pattern{p}
+	for _, s := range args[1:] {
+		r.dst = append(r.dst, parseTemplate(s))
+	}
+	return nil
+}
+
+func buildDrop(r *rule, args []string) error {
+	r.reason = strings.Join(args[1:], " ")
+	return buildMapping(r, args[:1])
+}
+
+// buildConcat reads SRC+SRC... DST. Every source can start the join, so
+// each must capture what the others need.
+func buildConcat(r *rule, args []string) error {
+	for s := range strings.SplitSeq(args[0], "+") {
+		p, err := parsePattern(s)
+		if err != nil {
+			return err
+		}
+		if p.glob != nil {
+			return fmt.Errorf("source %s: a concat source cannot be a glob", s)
+		}
+		for _, q := range r.src {
+			if q.text == s {
+				return fmt.Errorf("source %s given twice", s)
 			}
 		}
+		r.src = append(r.src, p)
 	}
-	if kind == opUnstack {
+	if len(r.src) < 2 {
+		return fmt.Errorf("want two or more sources joined by +")
+	}
+	want := r.src[0].captures()
+	slices.Sort(want)
+	for _, p := range r.src[1:] {
+		got := p.captures()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("sources %s and %s capture different names", r.src[0].text, p.text)
+		}
+	}
+	r.dst = []template{parseTemplate(args[1])}
+	return nil
+}
+
+// checkCaptures makes sure every capture a template uses comes from the
+// pattern ({e} from unstack, which binds it itself).
+func checkCaptures(r *rule) error {
+	bound := map[string]bool{}
+	for _, p := range r.src {
+		for _, c := range p.captures() {
+			bound[c] = true
+		}
+	}
+	if r.kind == opUnstack {
+		if bound["{e}"] {
+			return fmt.Errorf("%s captures {e}, which unstack binds to the slice", r.src[0].text)
+		}
 		bound["{e}"] = true
 	}
 	for _, t := range r.dst {
 		for _, s := range t.segs {
 			if isCapture(s) && !bound[s] {
-				return nil, fmt.Errorf("%s uses %s, which the pattern does not capture", t.text, s)
+				return fmt.Errorf("%s uses %s, which the pattern does not capture", t.text, s)
 			}
 		}
 	}
-	return r, nil
-}
-
-func isCapture(seg string) bool {
-	return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}'
-}
-
-func parsePattern(s string) pattern {
-	p := pattern{text: s, segs: strings.Split(s, ".")}
-	if strings.Contains(s, "*") {
-		var re strings.Builder
-		re.WriteString("^")
-		for i, part := range strings.Split(s, "*") {
-			if i > 0 {
-				re.WriteString(".*")
-			}
-			re.WriteString(regexp.QuoteMeta(part))
-		}
-		re.WriteString("$")
-		p.glob = regexp.MustCompile(re.String()) // quoted parts of valid UTF-8 always compile
-		p.segs = nil
-		return p
-	}
-	if !isCapture(p.segs[0]) {
-		p.first = p.segs[0]
-	}
-	if n := len(p.segs); n > 1 && !isCapture(p.segs[n-1]) {
-		p.last = "." + p.segs[n-1]
-	}
-	return p
-}
-
-func parseTemplate(s string) template { return template{text: s, segs: strings.Split(s, ".")} }
-
-// rejects is a quick test on the unsplit name: true when it cannot match.
-func (p *pattern) rejects(name string) bool {
-	return p.glob == nil && ((p.last != "" && !strings.HasSuffix(name, p.last)) || !strings.HasPrefix(name, p.first))
-}
-
-// match reports whether the name, split into segs, fits the pattern, and
-// adds its captures to caps.
-func (p *pattern) match(name string, segs []string, caps map[string]string) bool {
-	if p.glob != nil {
-		return p.glob.MatchString(name)
-	}
-	if len(segs) != len(p.segs) || (p.first != "" && segs[0] != p.first) {
-		return false
-	}
-	for i, s := range p.segs {
-		if !isCapture(s) && s != segs[i] {
-			return false
-		}
-	}
-	for i, s := range p.segs {
-		if isCapture(s) {
-			caps[s] = segs[i]
-		}
-	}
-	return true
-}
-
-func (t template) expand(caps map[string]string) string {
-	parts := make([]string, len(t.segs))
-	for i, s := range t.segs {
-		if v, ok := caps[s]; ok && isCapture(s) {
-			parts[i] = v
-		} else {
-			parts[i] = s
-		}
-	}
-	return strings.Join(parts, ".")
-}
-
-// An expr is an integer expression over config values.
-type expr struct {
-	text   string
-	tokens []string
-}
-
-func parseExpr(s string) (*expr, error) {
-	e := &expr{text: s}
-	for i := 0; i < len(s); {
-		c := rune(s[i])
-		switch {
-		case strings.ContainsRune("+-*/", c):
-			e.tokens = append(e.tokens, string(c))
-			i++
-		case unicode.IsDigit(c) || unicode.IsLetter(c) || c == '_':
-			j := i
-			for j < len(s) && (unicode.IsDigit(rune(s[j])) || unicode.IsLetter(rune(s[j])) || s[j] == '_') {
-				j++
-			}
-			e.tokens = append(e.tokens, s[i:j])
-			i = j
-		default:
-			return nil, fmt.Errorf("expression %q: unexpected %q", s, c)
-		}
-	}
-	if _, err := e.eval(nil, true); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// eval computes the expression: * and / before + and -, left to right,
-// integer division that must be exact. With syntaxOnly, names count as 1.
-func (e *expr) eval(env Env, syntaxOnly bool) (int64, error) {
-	pos := 0
-	operand := func() (int64, error) {
-		if pos >= len(e.tokens) {
-			return 0, fmt.Errorf("expression %q ends early", e.text)
-		}
-		t := e.tokens[pos]
-		pos++
-		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
-			return n, nil
-		}
-		if strings.ContainsAny(t, "+-*/") {
-			return 0, fmt.Errorf("expression %q: unexpected %s", e.text, t)
-		}
-		if syntaxOnly {
-			return 1, nil
-		}
-		v, ok := env.Get(t)
-		if !ok {
-			return 0, fmt.Errorf("config.json has no %s", t)
-		}
-		return int64(v), nil
-	}
-	term := func() (int64, error) {
-		v, err := operand()
-		for err == nil && pos < len(e.tokens) && (e.tokens[pos] == "*" || e.tokens[pos] == "/") {
-			op := e.tokens[pos]
-			pos++
-			var w int64
-			if w, err = operand(); err != nil {
-				break
-			}
-			switch {
-			case syntaxOnly:
-			case op == "*":
-				v *= w
-			case w == 0 || v%w != 0:
-				err = fmt.Errorf("expression %s: %d / %d is not a whole number", e.text, v, w)
-			default:
-				v /= w
-			}
-		}
-		return v, err
-	}
-	v, err := term()
-	for err == nil && pos < len(e.tokens) {
-		op := e.tokens[pos]
-		pos++
-		var w int64
-		if w, err = term(); err != nil {
-			break
-		}
-		switch op {
-		case "+":
-			v += w
-		case "-":
-			v -= w
-		default:
-			err = fmt.Errorf("expression %q: unexpected %s", e.text, op)
-		}
-	}
-	return v, err
+	return nil
 }

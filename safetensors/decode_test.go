@@ -24,6 +24,36 @@ func TestF16AllPatterns(t *testing.T) {
 	}
 }
 
+// TestF16KnownValues pins the table to values from IEEE 754 binary16's
+// definition, independent of the library the table is built from.
+func TestF16KnownValues(t *testing.T) {
+	tests := []struct {
+		bits uint16
+		want float64
+	}{
+		{0x3C00, 1},
+		{0xBC00, -1},
+		{0x7BFF, 65504},
+		{0x0001, math.Ldexp(1, -24)},
+		{0x0400, math.Ldexp(1, -14)},
+		{0x3555, 0.333251953125},
+		{0x7C00, math.Inf(1)},
+		{0xFC00, math.Inf(-1)},
+		{0x0000, 0},
+	}
+	for _, tt := range tests {
+		if got := float64(F16ToFloat32(tt.bits)); got != tt.want {
+			t.Errorf("F16 %#04x = %v, want %v", tt.bits, got, tt.want)
+		}
+	}
+	if v := F16ToFloat32(0x7E00); !math.IsNaN(float64(v)) {
+		t.Errorf("F16 0x7E00 = %v, want NaN", v)
+	}
+	if v := F16ToFloat32(0x8000); v != 0 || !math.Signbit(float64(v)) {
+		t.Errorf("F16 0x8000 = %v, want -0", v)
+	}
+}
+
 func f8(d DType, b byte) float64 {
 	dst := make([]float64, 1)
 	DecodeFloat64(d, []byte{b}, dst)

@@ -2,9 +2,9 @@ package safetensors
 
 import "fmt"
 
-// ErrorKind says what is wrong with a file or checkpoint. The first ten are
-// the reference implementation's error kinds, checked in its order; their
-// String forms are the finding codes users and pipelines match on.
+// ErrorKind says what is wrong with a file: the reference implementation's
+// error kinds, checked in its order. Their String forms are the finding
+// codes users and pipelines match on.
 type ErrorKind uint8
 
 const (
@@ -18,11 +18,6 @@ const (
 	MisalignedSlice
 	TensorInvalidInfo
 	MetadataIncompleteBuffer
-
-	// Checkpoint-level kinds: an index.json and the shards it names.
-	IndexInvalid
-	IndexUnsafePath
-	IndexMissingShard
 )
 
 var kindNames = [...]string{
@@ -36,9 +31,15 @@ var kindNames = [...]string{
 	MisalignedSlice:              "misaligned_slice",
 	TensorInvalidInfo:            "tensor_invalid_info",
 	MetadataIncompleteBuffer:     "metadata_incomplete_buffer",
-	IndexInvalid:                 "index_invalid",
-	IndexUnsafePath:              "index_unsafe_path",
-	IndexMissingShard:            "index_missing_shard",
+}
+
+// ErrorKinds lists every kind in the reference's order.
+func ErrorKinds() []ErrorKind {
+	out := make([]ErrorKind, 0, len(kindNames)-1)
+	for k := HeaderTooSmall; int(k) < len(kindNames); k++ {
+		out = append(out, k)
+	}
+	return out
 }
 
 func (k ErrorKind) String() string {
@@ -48,13 +49,17 @@ func (k ErrorKind) String() string {
 	return fmt.Sprintf("ErrorKind(%d)", uint8(k))
 }
 
-// A FormatError reports a file or index that breaks the format: what kind of
-// error, where (byte offset into the file, tensor name) and a short message.
+// A FormatError reports a file that breaks the format: what kind of error,
+// where (byte offset into the file, tensor name) and a short message.
 type FormatError struct {
 	Kind   ErrorKind
 	Offset int64  // byte offset in the file, or -1 when it does not apply
 	Tensor string // tensor the error is about, if any
 	Msg    string
+	// File is the file as its header describes it, when the header parsed
+	// and only the layout is wrong (offsets, sizes, the file's length).
+	// Its tensors may be read only when Trailing reports true.
+	File *File
 }
 
 func (e *FormatError) Error() string {
@@ -69,6 +74,19 @@ func (e *FormatError) Error() string {
 		s += fmt.Sprintf(" (at byte %d)", e.Offset)
 	}
 	return s
+}
+
+// Trailing reports whether the only fault is bytes after the last tensor:
+// every tensor's bytes are then inside the file, and File can read them.
+func (e *FormatError) Trailing() bool {
+	if e.Kind != MetadataIncompleteBuffer || e.File == nil {
+		return false
+	}
+	var end uint64
+	for _, t := range e.File.Tensors {
+		end = max(end, t.DataOffsets[1])
+	}
+	return end < uint64(e.File.Size-e.File.DataOffset())
 }
 
 func formatErr(kind ErrorKind, off int64, tensor, format string, args ...any) *FormatError {

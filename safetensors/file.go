@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"math/bits"
 	"os"
@@ -16,7 +15,7 @@ import (
 // MaxHeaderSize is the largest header the reference implementation accepts.
 const MaxHeaderSize = 100_000_000
 
-// TensorInfo describes one tensor of a file: its header entry.
+// TensorInfo is a tensor's header entry.
 type TensorInfo struct {
 	Name        string
 	DType       DType
@@ -38,6 +37,15 @@ func (t TensorInfo) NumElements() (n uint64, ok bool) {
 	return n, true
 }
 
+// Size is the length of the tensor's data in bytes, from its offsets (0
+// when they are reversed).
+func (t TensorInfo) Size() uint64 {
+	if t.DataOffsets[1] < t.DataOffsets[0] {
+		return 0
+	}
+	return t.DataOffsets[1] - t.DataOffsets[0]
+}
+
 // FormatShape writes a shape as "[151936, 2560]"; a scalar is "[]".
 func FormatShape(shape []uint64) string {
 	b := []byte{'['}
@@ -50,8 +58,20 @@ func FormatShape(shape []uint64) string {
 	return string(append(b, ']'))
 }
 
-// Size is the length of the tensor's data in bytes, from its offsets.
-func (t TensorInfo) Size() uint64 { return t.DataOffsets[1] - t.DataOffsets[0] }
+// A Tensor is a tensor of an open File: its header entry, and its bytes
+// through Open.
+type Tensor struct {
+	TensorInfo
+	f *File
+}
+
+// Open returns a reader over the tensor's bytes. It never reaches outside
+// the file's data section: in a file whose offsets run past its end, the
+// reader ends where the file does.
+func (t *Tensor) Open() *io.SectionReader {
+	off, n := t.f.clamp(t.DataOffsets[0], t.Size())
+	return io.NewSectionReader(t.f.r, off, n)
+}
 
 // A File is an open safetensors file: its parsed header and access to the
 // tensors' bytes. Only the header is read when the file is opened.
@@ -63,7 +83,7 @@ type File struct {
 	// Metadata is the header's "__metadata__" object (nil when absent or null).
 	Metadata map[string]string
 	// Tensors lists the header's tensors in header order.
-	Tensors []TensorInfo
+	Tensors []*Tensor
 	// Duplicates lists tensor names that the header gives more than once;
 	// like the reference, Tensors keeps the last entry of each.
 	Duplicates []string
@@ -76,32 +96,28 @@ type File struct {
 // DataOffset is the file offset where the data section starts.
 func (f *File) DataOffset() int64 { return 8 + int64(f.HeaderSize) }
 
-// Tensor returns the tensor with the given name.
-func (f *File) Tensor(name string) (TensorInfo, bool) {
-	if f.index == nil {
-		f.index = make(map[string]int, len(f.Tensors))
-		for i, t := range f.Tensors {
-			f.index[t.Name] = i
-		}
-	}
+// DataSection returns a reader over the data section: the bytes after the
+// header, to the end of the file. Tensor offsets are relative to it.
+func (f *File) DataSection() *io.SectionReader {
+	return io.NewSectionReader(f.r, f.DataOffset(), f.Size-f.DataOffset())
+}
+
+// clamp turns a range of the data section into a range of the file that
+// lies within the data section.
+func (f *File) clamp(begin, n uint64) (off, length int64) {
+	data := uint64(f.Size - f.DataOffset())
+	begin = min(begin, data)
+	n = min(n, data-begin)
+	return f.DataOffset() + int64(begin), int64(n)
+}
+
+// Tensor returns the tensor with the given name, or nil.
+func (f *File) Tensor(name string) *Tensor {
 	i, ok := f.index[name]
 	if !ok {
-		return TensorInfo{}, false
+		return nil
 	}
-	return f.Tensors[i], true
-}
-
-// Section returns a reader over the bytes of t.
-func (f *File) Section(t TensorInfo) *io.SectionReader {
-	return io.NewSectionReader(f.r, f.DataOffset()+int64(t.DataOffsets[0]), int64(t.Size()))
-}
-
-// ReadTensorAt reads len(p) bytes of t's data starting off bytes into it.
-func (f *File) ReadTensorAt(t TensorInfo, p []byte, off uint64) error {
-	if off > t.Size() || uint64(len(p)) > t.Size()-off {
-		return fmt.Errorf("tensor %q: read of %d bytes at %d past its %d bytes", t.Name, len(p), off, t.Size())
-	}
-	return readFull(f.r, p, f.DataOffset()+int64(t.DataOffsets[0]+off))
+	return f.Tensors[i]
 }
 
 // Close closes the file if it was opened with Open.
@@ -112,11 +128,10 @@ func (f *File) Close() error {
 	return nil
 }
 
-// Open opens the named file read-only and reads its header. See NewFile for
-// what it returns on a malformed file.
+// Open opens the named file read-only and reads its header. Only regular
+// files (or symlinks to them, as in the hub cache) are opened: a FIFO or a
+// device would block or never end.
 func Open(name string) (*File, error) {
-	// A FIFO or device would block or never end: only regular files (or
-	// symlinks to them, as in the hub cache) are opened.
 	if st, err := os.Stat(name); err != nil {
 		return nil, err
 	} else if !st.Mode().IsRegular() {
@@ -132,12 +147,12 @@ func Open(name string) (*File, error) {
 		return nil, err
 	}
 	f, err := NewFile(fh, st.Size())
-	if f != nil {
-		f.closer = fh
-	} else {
+	if err != nil {
 		fh.Close()
+		return nil, err
 	}
-	return f, err
+	f.closer = fh
+	return f, nil
 }
 
 // lfsPointer starts every Git LFS pointer file; a checkout without `git lfs
@@ -145,12 +160,13 @@ func Open(name string) (*File, error) {
 var lfsPointer = []byte("version https://git-lfs.github.com/spec/")
 
 // NewFile reads the header of the safetensors data in r, which is size bytes
-// long, and validates it exactly as the reference implementation does. Errors
-// are *FormatError values whose Kind is the reference's error kind.
+// long, and validates it exactly as the reference implementation does.
 //
-// When the header parses but its layout is invalid (an offset, size or length
-// error), NewFile returns the File together with the error, so that callers
-// can still look at its tensors. Otherwise a non-nil error means a nil File.
+// A malformed file returns a nil *File and a *FormatError whose Kind is the
+// reference's error kind. When the header itself parsed and only the layout
+// is wrong, the FormatError's File holds it, so that callers can still look
+// at the tensors; for trailing bytes after the last tensor (every tensor's
+// bytes still inside the file) they may read them too.
 func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	if size < 8 {
 		return nil, formatErr(HeaderTooSmall, -1, "", "file is %d bytes, shorter than the 8-byte header length", size)
@@ -181,12 +197,20 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		HeaderSize: n,
 		Size:       size,
 		Metadata:   h.metadata,
-		Tensors:    h.tensors,
+		Tensors:    make([]*Tensor, len(h.tensors)),
 		Duplicates: h.duplicates,
 		r:          r,
 		index:      h.index,
 	}
-	return f, f.validateLayout()
+	for i := range h.tensors {
+		h.tensors[i].f = f
+		f.Tensors[i] = &h.tensors[i]
+	}
+	if err := f.validateLayout(); err != nil {
+		err.File = f
+		return nil, err
+	}
+	return f, nil
 }
 
 // readFull reads len(buf) bytes at off; io.ReaderAt may report io.EOF
@@ -215,19 +239,15 @@ func isLFSPointer(r io.ReaderAt, size int64) bool {
 
 // validateLayout is the reference's Metadata::validate plus its final length
 // check: sorted by offsets, the tensors must tile the data section exactly.
-func (f *File) validateLayout() error {
-	order := make([]int, len(f.Tensors))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		oa, ob := f.Tensors[a].DataOffsets, f.Tensors[b].DataOffsets
+func (f *File) validateLayout() *FormatError {
+	order := slices.Clone(f.Tensors)
+	slices.SortStableFunc(order, func(a, b *Tensor) int {
+		oa, ob := a.DataOffsets, b.DataOffsets
 		return cmp.Or(cmp.Compare(oa[0], ob[0]), cmp.Compare(oa[1], ob[1]))
 	})
 	dataStart := f.DataOffset()
 	var cursor uint64
-	for _, i := range order {
-		t := f.Tensors[i]
+	for _, t := range order {
 		begin, end := t.DataOffsets[0], t.DataOffsets[1]
 		if begin != cursor || end < begin {
 			return formatErr(InvalidOffset, dataStart+int64(min(begin, uint64(f.Size))), t.Name,
@@ -240,21 +260,22 @@ func (f *File) validateLayout() error {
 			hi, nbits = bits.Mul64(n, uint64(t.DType.Bits()))
 		}
 		if !ok || hi != 0 {
-			return formatErr(ValidationOverflow, -1, t.Name, "shape %v of %s overflows", t.Shape, t.DType)
+			return formatErr(ValidationOverflow, -1, t.Name, "shape %s of %s overflows", FormatShape(t.Shape), t.DType)
 		}
 		if nbits%8 != 0 {
 			return formatErr(MisalignedSlice, -1, t.Name, "%d elements of %d-bit %s do not fill whole bytes", n, t.DType.Bits(), t.DType)
 		}
 		if end-begin != nbits/8 {
-			return formatErr(TensorInvalidInfo, -1, t.Name, "shape %v of %s needs %d bytes, data_offsets span %d", t.Shape, t.DType, nbits/8, end-begin)
+			return formatErr(TensorInvalidInfo, -1, t.Name, "shape %s of %s needs %d bytes, data_offsets span %d", FormatShape(t.Shape), t.DType, nbits/8, end-begin)
 		}
 	}
 	if data := uint64(f.Size) - uint64(dataStart); cursor != data {
-		msg := "tensors end at data byte %d but the file has %d data bytes (truncated)"
 		if cursor < data {
-			msg = "tensors end at data byte %d but the file has %d data bytes (trailing bytes)"
+			return formatErr(MetadataIncompleteBuffer, -1, "",
+				"tensors end at data byte %d but the file has %d data bytes (%d trailing bytes)", cursor, data, data-cursor)
 		}
-		return formatErr(MetadataIncompleteBuffer, -1, "", msg, cursor, data)
+		return formatErr(MetadataIncompleteBuffer, -1, "",
+			"tensors end at data byte %d but the file has %d data bytes (truncated)", cursor, data)
 	}
 	return nil
 }

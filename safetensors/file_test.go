@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -135,8 +136,8 @@ func TestDuplicateNameKeepsLast(t *testing.T) {
 	if len(f.Tensors) != 2 || len(f.Duplicates) != 1 || f.Duplicates[0] != "a" {
 		t.Fatalf("tensors %v duplicates %v", f.Tensors, f.Duplicates)
 	}
-	a, _ := f.Tensor("a")
-	if a.DataOffsets != [2]uint64{4, 8} {
+	a := f.Tensor("a")
+	if a == nil || a.DataOffsets != [2]uint64{4, 8} {
 		t.Errorf("a = %+v, want the last entry", a)
 	}
 }
@@ -148,17 +149,71 @@ func TestLFSPointerMessage(t *testing.T) {
 	}
 }
 
-func TestLayoutErrorKeepsFile(t *testing.T) {
-	f, err := open(raw("{"+t1+"}", 14))
-	if kindOf(err) != "metadata_incomplete_buffer" || f == nil || len(f.Tensors) != 1 {
-		t.Fatalf("f = %v, err = %v", f, err)
+// TestLayoutErrors: a file whose layout is invalid returns no File, but
+// the error carries the parsed header; only trailing bytes leave every
+// tensor readable.
+func TestLayoutErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     []byte
+		trailing bool
+	}{
+		{"truncated", raw("{"+t1+"}", 14), false},
+		{"trailing bytes", raw("{"+t1+"}", 19), true},
+		{"gap", raw(`{"a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}}`, 4), false},
+	}
+	for _, tt := range tests {
+		f, err := open(tt.file)
+		var fe *FormatError
+		if f != nil || !errors.As(err, &fe) || fe.File == nil || len(fe.File.Tensors) != 1 {
+			t.Fatalf("%s: f = %v, err = %v", tt.name, f, err)
+		}
+		if fe.Trailing() != tt.trailing {
+			t.Errorf("%s: Trailing() = %v", tt.name, fe.Trailing())
+		}
 	}
 }
 
-func TestSection(t *testing.T) {
+// TestNoBytesOutsideTheDataSection: whatever the header claims, a tensor's
+// reader never returns the header's bytes or reads past the file.
+func TestNoBytesOutsideTheDataSection(t *testing.T) {
+	// Truncated: the tensor claims 16 bytes, 6 are there.
+	b := raw("{"+t1+"}", 6)
+	for i := len(b) - 6; i < len(b); i++ {
+		b[i] = 0xAA
+	}
+	_, err := open(b)
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.File == nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(fe.File.Tensors[0].Open())
+	if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{0xAA}, 6)) {
+		t.Errorf("read %x, %v; want the 6 data bytes only", got, err)
+	}
+	sec := fe.File.DataSection()
+	if sec.Size() != 6 {
+		t.Errorf("data section of %d bytes, want 6", sec.Size())
+	}
+	// Offsets far past the end: an empty reader, not the header.
+	hostile := &Tensor{TensorInfo: TensorInfo{Name: "x", DType: U8, Shape: []uint64{4}, DataOffsets: [2]uint64{1 << 62, 1<<62 + 4}}, f: fe.File}
+	if n, _ := io.ReadAll(hostile.Open()); len(n) != 0 {
+		t.Errorf("read %d bytes past the end", len(n))
+	}
+}
+
+func TestWriterAndTensorOpen(t *testing.T) {
 	var buf bytes.Buffer
 	data := []byte{1, 2, 3, 4, 5, 6, 7, 8}
-	if err := Write(&buf, []Tensor{{Name: "x", DType: U8, Shape: []uint64{2, 4}, Data: data}, {Name: "s", DType: F32, Shape: []uint64{}, Data: []byte{0, 0, 128, 63}}}, map[string]string{"format": "pt"}); err != nil {
+	w := NewWriter(&buf)
+	w.SetMetadata(map[string]string{"format": "pt"})
+	if err := w.Add("x", U8, []uint64{2, 4}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("s", F32, []uint64{}, []byte{0, 0, 128, 63}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	f, err := open(buf.Bytes())
@@ -168,13 +223,13 @@ func TestSection(t *testing.T) {
 	if f.HeaderSize%8 != 0 || f.Metadata["format"] != "pt" {
 		t.Errorf("header size %d, metadata %v", f.HeaderSize, f.Metadata)
 	}
-	x, ok := f.Tensor("x")
-	if !ok {
+	x := f.Tensor("x")
+	if x == nil {
 		t.Fatal("no x")
 	}
-	got := make([]byte, 8)
-	if _, err := f.Section(x).ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-		t.Errorf("section = %v, %v", got, err)
+	got, err := io.ReadAll(x.Open())
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("x = %v, %v", got, err)
 	}
 	// The official order: larger dtype first.
 	if f.Tensors[0].Name != "s" || f.Tensors[0].DataOffsets[0] != 0 {
@@ -182,10 +237,39 @@ func TestSection(t *testing.T) {
 	}
 }
 
-func TestWriteRejectsWrongSize(t *testing.T) {
-	err := Write(&bytes.Buffer{}, []Tensor{{Name: "x", DType: F32, Shape: []uint64{2}, Data: []byte{1}}}, nil)
-	if err == nil {
-		t.Fatal("want an error for 1 byte of a 2-element F32 tensor")
+func TestWriterRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		add  func(w *Writer) error
+	}{
+		{"wrong size", func(w *Writer) error { return w.Add("x", F32, []uint64{2}, []byte{1}) }},
+		{"duplicate name", func(w *Writer) error {
+			if err := w.Add("x", U8, []uint64{1}, []byte{1}); err != nil {
+				return nil // the first Add must succeed; report no refusal
+			}
+			return w.Add("x", F32, []uint64{1}, make([]byte, 4))
+		}},
+		{"sub-byte remainder", func(w *Writer) error { return w.Add("x", F4, []uint64{3}, []byte{0, 0}) }},
+	}
+	for _, tt := range tests {
+		if err := tt.add(NewWriter(&bytes.Buffer{})); err == nil {
+			t.Errorf("%s: want an error", tt.name)
+		}
+	}
+	if _, _, err := EncodeHeader([]TensorInfo{{Name: "a", DType: U8, Shape: []uint64{1}}, {Name: "a", DType: F32, Shape: []uint64{1}}}, nil); err == nil {
+		t.Error("EncodeHeader: want an error for a name given twice")
+	}
+}
+
+func TestLookupDType(t *testing.T) {
+	for name, want := range map[string]DType{"bf16": BF16, "BF16": BF16, "bfloat16": BF16, "torch.float32": F32,
+		"fp16": F16, "half": F16, "F8_E4M3": F8_E4M3, "float8_e4m3fn": F8_E4M3, "i64": I64, "int64": I64} {
+		if got, ok := LookupDType(name); !ok || got != want {
+			t.Errorf("LookupDType(%q) = %v, %v; want %v", name, got, ok, want)
+		}
+	}
+	if _, ok := LookupDType("float128"); ok {
+		t.Error("float128 is no dtype")
 	}
 }
 

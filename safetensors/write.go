@@ -5,58 +5,101 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 )
 
-// A Tensor is a tensor to write: its name, dtype, shape and little-endian,
-// row-major bytes.
-type Tensor struct {
-	Name  string
-	DType DType
-	Shape []uint64
-	Data  []byte
+// A Writer writes a safetensors file in the official writer's layout (see
+// EncodeHeader). Tensors are added with Add and written, header first, by
+// Close; the header must know every tensor before any data is written.
+type Writer struct {
+	w        io.Writer
+	metadata map[string]string
+	infos    []TensorInfo
+	data     map[string][]byte
+	closed   bool
 }
 
-// Write writes tensors and metadata to w in the official writer's layout.
-// See EncodeHeader for the layout.
-func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
-	infos := make([]TensorInfo, len(tensors))
-	byName := make(map[string][]byte, len(tensors))
-	for i, t := range tensors {
-		infos[i] = TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
-		byName[t.Name] = t.Data
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: w, data: make(map[string][]byte)}
+}
+
+// SetMetadata sets the header's "__metadata__" object.
+func (w *Writer) SetMetadata(m map[string]string) { w.metadata = m }
+
+// Add adds a tensor: its name, dtype, shape, and its little-endian,
+// row-major bytes, which must be exactly the shape's size. A name added
+// twice is an error: the file would hold it once, and readers keep the last.
+func (w *Writer) Add(name string, dtype DType, shape []uint64, data []byte) error {
+	if w.closed {
+		return errors.New("safetensors: Add after Close")
 	}
-	hdr, ordered, err := EncodeHeader(infos, metadata)
+	if _, dup := w.data[name]; dup {
+		return fmt.Errorf("safetensors: tensor %q added twice", name)
+	}
+	info := TensorInfo{Name: name, DType: dtype, Shape: shape}
+	size, err := byteSize(info)
 	if err != nil {
 		return err
 	}
-	for _, t := range ordered {
-		if uint64(len(byName[t.Name])) != t.Size() {
-			return fmt.Errorf("safetensors: tensor %q: shape %v of %s needs %d bytes, got %d", t.Name, t.Shape, t.DType, t.Size(), len(byName[t.Name]))
-		}
+	if size != uint64(len(data)) {
+		return fmt.Errorf("safetensors: tensor %q: shape %s of %s needs %d bytes, got %d", name, FormatShape(shape), dtype, size, len(data))
 	}
-	if _, err := w.Write(hdr); err != nil {
+	w.infos = append(w.infos, info)
+	w.data[name] = data
+	return nil
+}
+
+// Close writes the header and every tensor's bytes. It does not close the
+// underlying writer.
+func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	hdr, ordered, err := EncodeHeader(w.infos, w.metadata)
+	if err != nil {
+		return err
+	}
+	if _, err := w.w.Write(hdr); err != nil {
 		return err
 	}
 	for _, t := range ordered {
-		if _, err := w.Write(byName[t.Name]); err != nil {
+		if _, err := w.w.Write(w.data[t.Name]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// byteSize is the size of a tensor's data, checked to fill whole bytes and
+// to stay far from overflow.
+func byteSize(t TensorInfo) (uint64, error) {
+	if t.DType >= numDTypes {
+		return 0, fmt.Errorf("safetensors: tensor %q: invalid dtype %v", t.Name, t.DType)
+	}
+	n, ok := t.NumElements()
+	if !ok || n > (1<<60)/uint64(t.DType.Bits()) || n*uint64(t.DType.Bits())%8 != 0 {
+		return 0, fmt.Errorf("safetensors: tensor %q: shape %s of %s does not fill whole bytes", t.Name, FormatShape(t.Shape), t.DType)
+	}
+	return n * uint64(t.DType.Bits()) / 8, nil
+}
+
 // EncodeHeader lays out tensors as the official writer does and returns the
 // 8-byte length and JSON header, and the tensors with their DataOffsets in
-// file order. The DataOffsets of the input are ignored. Tensors are ordered
-// by dtype, larger first, then by name, so every tensor is aligned to its
-// element size; the header is padded with spaces to a multiple of 8 bytes.
-// Callers that stream large data write the header, then each tensor's bytes
-// in the returned order.
+// file order. The DataOffsets of the input are ignored; a name given twice
+// is an error. Tensors are ordered by dtype, larger first, then by name, so
+// every tensor is aligned to its element size; the header is padded with
+// spaces to a multiple of 8 bytes. Callers that stream large data write the
+// header, then each tensor's bytes in the returned order.
 func EncodeHeader(tensors []TensorInfo, metadata map[string]string) ([]byte, []TensorInfo, error) {
+	if err := noDuplicates(tensors); err != nil {
+		return nil, nil, err
+	}
 	ordered := slices.Clone(tensors)
 	slices.SortStableFunc(ordered, func(a, b TensorInfo) int {
 		return cmp.Or(cmp.Compare(b.DType, a.DType), cmp.Compare(a.Name, b.Name))
@@ -65,13 +108,11 @@ func EncodeHeader(tensors []TensorInfo, metadata map[string]string) ([]byte, []T
 	buf.Write(make([]byte, 8))
 	buf.WriteByte('{')
 	if len(metadata) > 0 {
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range metadata {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := make([]string, 0, len(metadata))
+		for k := range metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
 		buf.WriteString(`"__metadata__":{`)
 		for i, k := range keys {
 			if i > 0 {
@@ -86,14 +127,10 @@ func EncodeHeader(tensors []TensorInfo, metadata map[string]string) ([]byte, []T
 	var offset uint64
 	for i := range ordered {
 		t := &ordered[i]
-		if t.DType >= numDTypes {
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: invalid dtype %v", t.Name, t.DType)
+		size, err := byteSize(*t)
+		if err != nil {
+			return nil, nil, err
 		}
-		n, ok := t.NumElements()
-		if !ok || n > (1<<60)/uint64(max(t.DType.Bits(), 1)) || n*uint64(t.DType.Bits())%8 != 0 {
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: shape %v of %s does not fill whole bytes", t.Name, t.Shape, t.DType)
-		}
-		size := n * uint64(t.DType.Bits()) / 8
 		t.DataOffsets = [2]uint64{offset, offset + size}
 		offset += size
 		if i > 0 || len(metadata) > 0 {
@@ -118,6 +155,18 @@ func EncodeHeader(tensors []TensorInfo, metadata map[string]string) ([]byte, []T
 	hdr := buf.Bytes()
 	binary.LittleEndian.PutUint64(hdr, uint64(len(hdr)-8))
 	return hdr, ordered, nil
+}
+
+// noDuplicates reports a name given twice.
+func noDuplicates(ts []TensorInfo) error {
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		if seen[t.Name] {
+			return fmt.Errorf("safetensors: tensor %q given twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
 }
 
 func writeJSONString(buf *bytes.Buffer, s string) {

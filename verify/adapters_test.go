@@ -16,9 +16,9 @@ import (
 // their own stacking, splitting and permuting code, independent of the
 // adapters, then check that diff maps them back.
 
-type tensorSet map[string]safetensors.Tensor
+type tensorSet map[string]fixture.Tensor
 
-func setOf(ts []safetensors.Tensor) tensorSet {
+func setOf(ts []fixture.Tensor) tensorSet {
 	m := tensorSet{}
 	for _, t := range ts {
 		m[t.Name] = t
@@ -26,8 +26,8 @@ func setOf(ts []safetensors.Tensor) tensorSet {
 	return m
 }
 
-func (m tensorSet) list() []safetensors.Tensor {
-	var out []safetensors.Tensor
+func (m tensorSet) list() []fixture.Tensor {
+	var out []fixture.Tensor
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range m {
 			if !yield(k) {
@@ -41,7 +41,7 @@ func (m tensorSet) list() []safetensors.Tensor {
 }
 
 // take removes the HF tensor name from m and returns it under a new name.
-func (m tensorSet) take(name, as string) safetensors.Tensor {
+func (m tensorSet) take(name, as string) fixture.Tensor {
 	t, ok := m[name]
 	if !ok {
 		panic("fixture has no " + name)
@@ -52,8 +52,8 @@ func (m tensorSet) take(name, as string) safetensors.Tensor {
 }
 
 // stack joins equal-shaped tensors along a new dim 0.
-func stack(name string, ts ...safetensors.Tensor) safetensors.Tensor {
-	out := safetensors.Tensor{Name: name, DType: ts[0].DType, Shape: append([]uint64{uint64(len(ts))}, ts[0].Shape...)}
+func stack(name string, ts ...fixture.Tensor) fixture.Tensor {
+	out := fixture.Tensor{Name: name, DType: ts[0].DType, Shape: append([]uint64{uint64(len(ts))}, ts[0].Shape...)}
 	for _, t := range ts {
 		out.Data = append(out.Data, t.Data...)
 	}
@@ -61,8 +61,8 @@ func stack(name string, ts ...safetensors.Tensor) safetensors.Tensor {
 }
 
 // rows joins tensors along dim 0.
-func rows(name string, ts ...safetensors.Tensor) safetensors.Tensor {
-	out := safetensors.Tensor{Name: name, DType: ts[0].DType, Shape: slices.Clone(ts[0].Shape)}
+func rows(name string, ts ...fixture.Tensor) fixture.Tensor {
+	out := fixture.Tensor{Name: name, DType: ts[0].DType, Shape: slices.Clone(ts[0].Shape)}
 	out.Shape[0] = 0
 	for _, t := range ts {
 		out.Data = append(out.Data, t.Data...)
@@ -72,17 +72,17 @@ func rows(name string, ts ...safetensors.Tensor) safetensors.Tensor {
 }
 
 // rowBlock returns rows [from, from+n) of a 2-D tensor.
-func rowBlock(t safetensors.Tensor, from, n uint64) safetensors.Tensor {
+func rowBlock(t fixture.Tensor, from, n uint64) fixture.Tensor {
 	rb := uint64(len(t.Data)) / t.Shape[0]
-	return safetensors.Tensor{Name: t.Name, DType: t.DType, Shape: []uint64{n, t.Shape[1]}, Data: t.Data[from*rb : (from+n)*rb]}
+	return fixture.Tensor{Name: t.Name, DType: t.DType, Shape: []uint64{n, t.Shape[1]}, Data: t.Data[from*rb : (from+n)*rb]}
 }
 
 // toNativeRotary undoes HF's rotary row order: native row (h, a, b) holds
 // HF row (h, b, a) for the [heads, rows/heads/2, 2] view of the rows.
-func toNativeRotary(t safetensors.Tensor, heads uint64) safetensors.Tensor {
+func toNativeRotary(t fixture.Tensor, heads uint64) fixture.Tensor {
 	n := t.Shape[0]
 	half := n / heads / 2
-	var parts []safetensors.Tensor
+	var parts []fixture.Tensor
 	for h := range heads {
 		for a := range half {
 			for b := range uint64(2) {
@@ -93,7 +93,7 @@ func toNativeRotary(t safetensors.Tensor, heads uint64) safetensors.Tensor {
 	return rows(t.Name, parts...)
 }
 
-func writeExport(t *testing.T, ts []safetensors.Tensor) string {
+func writeExport(t *testing.T, ts []fixture.Tensor) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "exported")
 	if err := fixture.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
@@ -117,9 +117,9 @@ func writePublished(t *testing.T, q fixture.Qwen3, edit func(map[string]any)) st
 
 // torchtitanNative converts HF tensors to torchtitan's native names; newer
 // uses the newer names (qkv_linear, routed_experts, *_EFD).
-func torchtitanNative(q fixture.Qwen3, newer, permute bool) []safetensors.Tensor {
+func torchtitanNative(q fixture.Qwen3, newer, permute bool) []fixture.Tensor {
 	m := setOf(q.Tensors(safetensors.BF16))
-	var out []safetensors.Tensor
+	var out []fixture.Tensor
 	out = append(out, m.take("model.embed_tokens.weight", "tok_embeddings.weight"), m.take("model.norm.weight", "norm.weight"))
 	attn := "attention."
 	if newer {
@@ -148,8 +148,8 @@ func torchtitanNative(q fixture.Qwen3, newer, permute bool) []safetensors.Tensor
 			continue
 		}
 		out = append(out, m.take(hf+"mlp.gate.weight", tt+"moe.router.gate.weight"))
-		experts := func(proj string) []safetensors.Tensor {
-			var es []safetensors.Tensor
+		experts := func(proj string) []fixture.Tensor {
+			var es []fixture.Tensor
 			for e := range q.Experts {
 				es = append(es, m.take(fmt.Sprintf("%smlp.experts.%d.%s.weight", hf, e, proj), ""))
 			}
@@ -162,9 +162,9 @@ func torchtitanNative(q fixture.Qwen3, newer, permute bool) []safetensors.Tensor
 		}
 		out = append(out, stack(tt+names[0], experts("gate_proj")...), stack(tt+names[1], experts("up_proj")...),
 			stack(tt+names[2], experts("down_proj")...),
-			safetensors.Tensor{Name: tt + names[3], DType: safetensors.F32, Shape: []uint64{uint64(q.Experts)}, Data: make([]byte, 4*q.Experts)})
+			fixture.Tensor{Name: tt + names[3], DType: safetensors.F32, Shape: []uint64{uint64(q.Experts)}, Data: make([]byte, 4*q.Experts)})
 	}
-	out = append(out, safetensors.Tensor{Name: "rotary_emb.inv_freq", DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
+	out = append(out, fixture.Tensor{Name: "rotary_emb.inv_freq", DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
 	if len(m) != 0 {
 		panic(fmt.Sprint("unconverted: ", m))
 	}
@@ -172,11 +172,11 @@ func torchtitanNative(q fixture.Qwen3, newer, permute bool) []safetensors.Tensor
 }
 
 // hfV5Fused fuses each layer's experts as transformers v5 stores them.
-func hfV5Fused(q fixture.Qwen3) []safetensors.Tensor {
+func hfV5Fused(q fixture.Qwen3) []fixture.Tensor {
 	m := setOf(q.Tensors(safetensors.BF16))
-	var out []safetensors.Tensor
+	var out []fixture.Tensor
 	for i := range q.Layers {
-		var gateUp, down []safetensors.Tensor
+		var gateUp, down []fixture.Tensor
 		for e := range q.Experts {
 			p := fmt.Sprintf("model.layers.%d.mlp.experts.%d.", i, e)
 			gateUp = append(gateUp, rows("", m.take(p+"gate_proj.weight", ""), m.take(p+"up_proj.weight", "")))
@@ -189,9 +189,9 @@ func hfV5Fused(q fixture.Qwen3) []safetensors.Tensor {
 }
 
 // megatron converts a dense HF model to Megatron-Core names and fusions.
-func megatron(q fixture.Qwen3) []safetensors.Tensor {
+func megatron(q fixture.Qwen3) []fixture.Tensor {
 	m := setOf(q.Tensors(safetensors.BF16))
-	out := []safetensors.Tensor{m.take("model.embed_tokens.weight", "embedding.word_embeddings.weight"),
+	out := []fixture.Tensor{m.take("model.embed_tokens.weight", "embedding.word_embeddings.weight"),
 		m.take("model.norm.weight", "decoder.final_layernorm.weight")}
 	perGroup := uint64(q.Heads / q.KVHeads)
 	hd := uint64(q.HeadDim)
@@ -199,7 +199,7 @@ func megatron(q fixture.Qwen3) []safetensors.Tensor {
 		hf := fmt.Sprintf("model.layers.%d.", i)
 		mg := fmt.Sprintf("decoder.layers.%d.", i)
 		qp, kp, vp := m.take(hf+"self_attn.q_proj.weight", ""), m.take(hf+"self_attn.k_proj.weight", ""), m.take(hf+"self_attn.v_proj.weight", "")
-		var qkv []safetensors.Tensor
+		var qkv []fixture.Tensor
 		for g := range uint64(q.KVHeads) {
 			qkv = append(qkv, rowBlock(qp, g*perGroup*hd, perGroup*hd), rowBlock(kp, g*hd, hd), rowBlock(vp, g*hd, hd))
 		}
@@ -211,7 +211,7 @@ func megatron(q fixture.Qwen3) []safetensors.Tensor {
 			rows(mg+"mlp.linear_fc1.weight", m.take(hf+"mlp.gate_proj.weight", ""), m.take(hf+"mlp.up_proj.weight", "")),
 			m.take(hf+"post_attention_layernorm.weight", mg+"mlp.linear_fc1.layer_norm_weight"),
 			m.take(hf+"mlp.down_proj.weight", mg+"mlp.linear_fc2.weight"),
-			safetensors.Tensor{Name: mg + "self_attention.core_attention._extra_state", DType: safetensors.U8, Shape: []uint64{3}, Data: []byte{1, 2, 3}})
+			fixture.Tensor{Name: mg + "self_attention.core_attention._extra_state", DType: safetensors.U8, Shape: []uint64{3}, Data: []byte{1, 2, 3}})
 	}
 	if len(m) != 0 {
 		panic(fmt.Sprint("unconverted: ", m))
@@ -227,7 +227,7 @@ func TestFrameworkAdapters(t *testing.T) {
 	tests := []struct {
 		name        string
 		q           fixture.Qwen3
-		export      []safetensors.Tensor
+		export      []fixture.Tensor
 		wantAdapter string
 		dropped     int
 	}{
@@ -241,8 +241,8 @@ func TestFrameworkAdapters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := diffPaths(t, writePublished(t, tt.q, nil), writeExport(t, tt.export), DiffOptions{})
-			if d.Views[1].Adapter != tt.wantAdapter {
-				t.Fatalf("adapter %s, want %s", d.Views[1].Adapter, tt.wantAdapter)
+			if d.Exported.View.Adapter != tt.wantAdapter {
+				t.Fatalf("adapter %s, want %s", d.Exported.View.Adapter, tt.wantAdapter)
 			}
 			dropped := 0
 			for _, f := range d.Findings {
@@ -255,11 +255,12 @@ func TestFrameworkAdapters(t *testing.T) {
 			if dropped != tt.dropped {
 				t.Errorf("%d adapter_dropped, want %d", dropped, tt.dropped)
 			}
-			rep, fs, err := d.CompareValues(context.Background(), ValueOptions{})
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(fs) != 0 || rep.Compared != len(d.Views[0].Tensors) || rep.BitIdentical != rep.Compared {
+			fs := rep.Findings
+			if len(fs) != 0 || rep.Compared != len(d.Published.View.Tensors) || rep.BitIdentical != rep.Compared {
 				t.Errorf("values: %+v\n%v", rep, fs)
 			}
 		})
@@ -280,10 +281,11 @@ func TestFlippedExpertSlice(t *testing.T) {
 		}
 	}
 	d := diffPaths(t, writePublished(t, q, nil), writeExport(t, export), DiffOptions{})
-	_, fs, err := d.CompareValues(context.Background(), ValueOptions{})
+	vr, err := d.CompareValues(context.Background(), ValueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fs := vr.Findings
 	if len(fs) != 1 || fs[0].Key != "model.layers.1.mlp.experts.3.gate_proj.weight" || fs[0].Code != CodeReinitialized {
 		t.Errorf("want one finding on model.layers.1.mlp.experts.3.gate_proj.weight, got %v", fs)
 	}
@@ -293,10 +295,11 @@ func TestLlamaWithoutPermutation(t *testing.T) {
 	q := fixture.Tiny
 	q.Llama = true
 	d := diffPaths(t, writePublished(t, q, nil), writeExport(t, torchtitanNative(q, false, false)), DiffOptions{})
-	_, fs, err := d.CompareValues(context.Background(), ValueOptions{})
+	vr, err := d.CompareValues(context.Background(), ValueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fs := vr.Findings
 	var keys []string
 	for _, f := range fs {
 		keys = append(keys, f.Key)
@@ -333,7 +336,7 @@ func TestExplicitAdapterAndExplainData(t *testing.T) {
 	pub := writePublished(t, q, nil)
 	exp := writeExport(t, torchtitanNative(q, false, false))
 	d := diffPaths(t, pub, exp, DiffOptions{})
-	e, ok := d.Views[1].Tensor("model.layers.1.mlp.experts.3.gate_proj.weight")
+	e, ok := d.Exported.View.Tensor("model.layers.1.mlp.experts.3.gate_proj.weight")
 	if !ok || e.Source != "layers.1.moe.experts.w1[3]" || !strings.HasPrefix(e.Rule, "torchtitan-qwen3:") || len(e.Segments) != 1 {
 		t.Errorf("%+v", e)
 	}

@@ -10,6 +10,7 @@ import (
 
 	nlp "github.com/nlpodyssey/safetensors"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 func BenchmarkValidateMoE(b *testing.B) {
 	dir := moeCheckpoint(b)
 	for b.Loop() {
-		c, err := safetensors.OpenCheckpoint(dir)
+		c, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,53 +99,42 @@ func BenchmarkDiffMoE(b *testing.B) {
 	if err := fixture.WriteSparse(expDir, fixture.Qwen3MoE30B, safetensors.F32, 16); err != nil {
 		b.Fatal(err)
 	}
-	pub, err := safetensors.OpenCheckpoint(pubDir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-	exp, err := safetensors.OpenCheckpoint(expDir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer exp.Close()
+	pub, exp := openCheckpoint(b, pubDir), openCheckpoint(b, expDir)
 	for b.Loop() {
-		Diff(pub, exp, DiffOptions{})
+		if _, err := Diff(context.Background(), pub, exp, DiffOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
 // BenchmarkValuesUpcast compares a BF16 tensor with its exact F32 upcast
 // (32M elements: 64 MiB against 128 MiB), page cache warm.
 func BenchmarkValuesUpcast(b *testing.B) {
-	benchValues(b, func(t safetensors.Tensor) safetensors.Tensor { return fixture.Upcast(t) })
+	benchValues(b, func(t fixture.Tensor) fixture.Tensor { return fixture.Upcast(t) })
 }
 
 // BenchmarkValuesPerturbed compares BF16 with a ~1e-3 perturbation of it,
 // which takes the full decoding path.
 func BenchmarkValuesPerturbed(b *testing.B) {
-	benchValues(b, func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 1) })
+	benchValues(b, func(t fixture.Tensor) fixture.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 1) })
 }
 
-func benchValues(b *testing.B, transform func(safetensors.Tensor) safetensors.Tensor) {
+func benchValues(b *testing.B, transform func(fixture.Tensor) fixture.Tensor) {
 	dir := b.TempDir()
 	q := fixture.Qwen3{Vocab: 32768, Hidden: 1024, Seed: 1, Tied: true}
 	spec := q.Specs()[0]
 	pub := q.Tensor(spec, safetensors.BF16)
 	exp := transform(pub)
-	if err := fixture.WriteFile(filepath.Join(dir, "p.safetensors"), []safetensors.Tensor{pub}, nil); err != nil {
+	if err := fixture.WriteFile(filepath.Join(dir, "p.safetensors"), []fixture.Tensor{pub}, nil); err != nil {
 		b.Fatal(err)
 	}
-	if err := fixture.WriteFile(filepath.Join(dir, "e.safetensors"), []safetensors.Tensor{exp}, nil); err != nil {
+	if err := fixture.WriteFile(filepath.Join(dir, "e.safetensors"), []fixture.Tensor{exp}, nil); err != nil {
 		b.Fatal(err)
 	}
-	p, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "p.safetensors"))
-	e, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "e.safetensors"))
-	defer p.Close()
-	defer e.Close()
-	d := Diff(p, e, DiffOptions{})
+	d := diffPaths(b, filepath.Join(dir, "p.safetensors"), filepath.Join(dir, "e.safetensors"), DiffOptions{})
 	b.SetBytes(int64(len(pub.Data) + len(exp.Data)))
 	for b.Loop() {
-		if _, _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
+		if _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

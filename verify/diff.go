@@ -1,34 +1,47 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
-)
-
-// Sides of a diff, as findings and reports name them.
-const (
-	Published = "published"
-	Exported  = "exported"
 )
 
 // LMHead is the output projection that tie_word_embeddings shares with the
 // input embedding.
 const LMHead = "lm_head.weight"
 
+// EmbeddingNames are the input embeddings of common layouts, in the order
+// they are looked for.
+var EmbeddingNames = []string{"model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight",
+	"model.language_model.embed_tokens.weight", "language_model.model.embed_tokens.weight",
+	"tok_embeddings.weight", "embedding.word_embeddings.weight"}
+
+// maxExtraTensors is how many more logical tensors than twice the published
+// side's physical tensors an adapter may make: room for unstacked experts of
+// a published checkpoint that stores them stacked too.
+const maxExtraTensors = 1024
+
+// SideOptions say how to read one side of a diff.
+type SideOptions struct {
+	// Chain is the adapter chain when Fixed; otherwise "auto" chooses it
+	// among adapter.Candidates.
+	Chain adapter.Chain
+	Fixed bool
+	// Extra runs after the side's adapter (custom renames, --strip-prefix).
+	Extra adapter.Chain
+}
+
 // DiffOptions says how to read the two sides and what to demand of them.
 // The zero value chooses adapters automatically and demands nothing.
 type DiffOptions struct {
-	// Adapters per side ([0] published, [1] exported) where Fixed says so;
-	// otherwise adapter.Choose picks among adapter.Candidates.
-	Adapters [2]adapter.Chain
-	Fixed    [2]bool
-	// Extra runs after each side's adapter (custom renames).
-	Extra [2]adapter.Chain
+	Published, Exported SideOptions
 	// User adapters (--adapter-file) are candidates too.
 	User []*adapter.Adapter
 	// Tied overrides tie_word_embeddings from config.json.
@@ -38,76 +51,122 @@ type DiffOptions struct {
 	DType *safetensors.DType
 }
 
-// A Diffed is both sides of a diff as read, with what the diff found.
-type Diffed struct {
-	tie      tie
-	Views    [2]*adapter.View
-	Sources  [2][]Source // physical tensors behind the views' segments
+// A Mapped checkpoint is one side of a diff as its adapter presents it.
+type Mapped struct {
+	Side       Side
+	Checkpoint *checkpoint.Checkpoint
+	View       *adapter.View
+	// Sources are the physical tensors the view's segments index.
+	Sources []Source
+	// Unavailable counts tensors of shards that could not be read or failed
+	// validation: their keys are not compared.
+	Unavailable int
+}
+
+// A Source is a readable physical tensor and the shard holding it.
+type Source struct {
+	Tensor *safetensors.Tensor
+	Shard  *checkpoint.Shard
+}
+
+// A Comparison is both sides of a diff as read, with what the diff found.
+// CompareValues goes on to compare its values.
+type Comparison struct {
+	Published, Exported *Mapped
+	// Tie is what is known of tie_word_embeddings.
+	Tie      Tie
 	Findings []Finding
 }
 
-// A Source is a physical tensor: its header entry and the shard holding it.
-type Source struct {
-	Info  safetensors.TensorInfo
-	Shard *safetensors.Shard
+// Tie is what is known of tie_word_embeddings and where it came from.
+type Tie struct {
+	Known, Tied bool
+	Source      string
 }
 
 // Diff compares an exported checkpoint with the published one it came from:
 // both are validated, mapped to HF names by their adapters, and compared key
 // by key (missing, unexpected, shape, dtype), with tied embeddings
-// understood. It is a pure function of its inputs; printing is the report's.
-func Diff(pub, exp *safetensors.Checkpoint, opt DiffOptions) *Diffed {
-	d := &Diffed{}
-	cks := [2]*safetensors.Checkpoint{pub, exp}
-	sides := [2]string{Published, Exported}
-	// Each side is validated and its adapter candidates found in parallel.
+// understood. It is a pure function of its inputs; printing is package
+// report's. ctx stops it between phases.
+func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions) (*Comparison, error) {
+	d := &Comparison{
+		Published: &Mapped{Side: Published, Checkpoint: pub},
+		Exported:  &Mapped{Side: Exported, Checkpoint: exp},
+	}
+	sides := [2]*Mapped{d.Published, d.Exported}
+	sideOpts := [2]SideOptions{opt.Published, opt.Exported}
 	modelType, env := configOf(pub, exp)
 	var validated [2][]Finding
 	var candidates [2][]adapter.Chain
 	var physical [2][]safetensors.TensorInfo
 	var wg sync.WaitGroup
-	for i, c := range cks {
+	for i, m := range sides {
 		wg.Go(func() {
-			d.Sources[i] = sources(c)
-			physical[i] = make([]safetensors.TensorInfo, len(d.Sources[i]))
-			for j, s := range d.Sources[i] {
-				physical[i][j] = s.Info
+			m.Sources, m.Unavailable = sources(m.Checkpoint)
+			physical[i] = make([]safetensors.TensorInfo, len(m.Sources))
+			for j, s := range m.Sources {
+				physical[i][j] = s.Tensor.TensorInfo
 			}
-			if opt.Fixed[i] {
-				candidates[i] = []adapter.Chain{opt.Adapters[i].Then(opt.Extra[i])}
+			if so := sideOpts[i]; so.Fixed {
+				candidates[i] = []adapter.Chain{so.Chain.Then(so.Extra)}
 			} else {
-				candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, opt.Extra[i])
+				candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, so.Extra)
 			}
-			validated[i] = Validate(c)
+			validated[i] = Validate(m.Checkpoint)
 			for j := range validated[i] {
-				validated[i][j].Side = sides[i]
+				validated[i][j].Side = m.Side
 			}
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	d.Findings = append(validated[0], validated[1]...)
-	d.Views[0], d.Views[1] = adapter.Choose(physical[0], physical[1], candidates[0], candidates[1], env)
-	for i := range cks {
-		for _, dr := range d.Views[i].Dropped {
-			d.Findings = append(d.Findings, Finding{Code: CodeAdapterDropped, Severity: Warning, Side: sides[i], Key: dr.Name,
-				Message: "no Hugging Face counterpart: " + dr.Reason})
-		}
-		for _, e := range d.Views[i].Errors {
-			d.Findings = append(d.Findings, Finding{Code: CodeAdapterError, Severity: Error, Side: sides[i], Key: e.Name,
-				Message: e.Message + " (rule " + e.Rule + ")"})
-		}
-		for _, c := range d.Views[i].Collisions {
-			if !slices.ContainsFunc(c.Sources, func(n string) bool { return n != c.Sources[0] }) {
-				continue // one name in several shards: validation's duplicate_key_across_shards
-			}
-			d.Findings = append(d.Findings, Finding{Code: CodeAdapterCollision, Severity: Error, Side: sides[i], Key: c.Name,
-				Message: fmt.Sprintf("adapter %s maps %s to one name; compared the first", d.Views[i].Adapter, strings.Join(c.Sources, " and "))})
+	// The export's logical tensors are capped by what could match: a hostile
+	// export of stacked zero-byte experts cannot make millions of them.
+	d.Published.View, d.Exported.View = adapter.Choose(
+		adapter.Side{Tensors: physical[0], Candidates: candidates[0], MaxTensors: 2*len(physical[0]) + maxExtraTensors},
+		adapter.Side{Tensors: physical[1], Candidates: candidates[1], MaxTensors: 2*len(physical[0]) + maxExtraTensors}, env)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, m := range sides {
+		d.Findings = append(d.Findings, adapterFindings(m)...)
+		if m.View.Truncated {
+			m.Unavailable++ // what the adapter left out is not judged missing
 		}
 	}
-	d.tie = tieOf(pub, exp, opt.Tied)
-	d.Findings = append(d.Findings, structuralDiff(d.Views[0], d.Views[1], d.tie, opt.DType)...)
-	d.Findings = append(d.Findings, overlapHint(d.Views[0], d.Views[1])...)
-	return d
+	d.Tie = tieOf(pub, exp, opt.Tied)
+	d.Findings = append(d.Findings, structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)...)
+	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View)...)
+	return d, nil
+}
+
+func adapterFindings(m *Mapped) []Finding {
+	var out []Finding
+	v := m.View
+	for _, dr := range v.Dropped {
+		out = append(out, Finding{Code: CodeAdapterDropped, Severity: Warning, Side: m.Side, Key: dr.Name,
+			Message: "dropped by the adapter: " + dr.Reason})
+	}
+	for i, e := range v.Errors {
+		code := CodeAdapterError
+		if v.Truncated && i == len(v.Errors)-1 {
+			code = CodeAdapterLimit // the adapter's own record of where it stopped
+		}
+		out = append(out, Finding{Code: code, Severity: Error, Side: m.Side, Key: e.Name,
+			Message: e.Message + " (rule " + e.Rule + ")"})
+	}
+	for _, c := range v.Collisions {
+		if !slices.ContainsFunc(c.Sources, func(n string) bool { return n != c.Sources[0] }) {
+			continue // one name in several shards: validation's duplicate_key_across_shards
+		}
+		out = append(out, Finding{Code: CodeAdapterCollision, Severity: Error, Side: m.Side, Key: c.Name,
+			Message: fmt.Sprintf("adapter %s maps %s to one name; compared the first", v.Adapter, strings.Join(c.Sources, " and "))})
+	}
+	return out
 }
 
 // overlapHint warns when most published keys have no exported counterpart:
@@ -123,14 +182,14 @@ func overlapHint(pub, exp *adapter.View) []Finding {
 		return nil
 	}
 	return []Finding{{Code: CodeLowKeyOverlap, Severity: Warning,
-		Message: fmt.Sprintf("only %d of %d published keys are in the export under adapters %s / %s; the export may use another naming scheme (see --adapter, --strip-prefix, --rename)",
-			common, len(pub.Tensors), pub.Adapter, exp.Adapter)}}
+		Message: fmt.Sprintf("only %d of %s published keys are in the export under adapters %s / %s; the export may use another naming scheme (see --adapter, --strip-prefix, --rename)",
+			common, textfmt.Thousands(len(pub.Tensors)), pub.Adapter, exp.Adapter)}}
 }
 
 // configOf is the model type and config values adapters use: the published
 // config.json's, else the exported one's.
-func configOf(pub, exp *safetensors.Checkpoint) (string, adapter.Env) {
-	for _, c := range []*safetensors.Checkpoint{pub, exp} {
+func configOf(pub, exp *checkpoint.Checkpoint) (string, adapter.Env) {
+	for _, c := range []*checkpoint.Checkpoint{pub, exp} {
 		if c.Config != nil && c.Config.Err == nil {
 			return c.Config.ModelType, adapter.Env(c.Config.Ints)
 		}
@@ -138,43 +197,52 @@ func configOf(pub, exp *safetensors.Checkpoint) (string, adapter.Env) {
 	return "", nil
 }
 
-// sources lists a checkpoint's physical tensors, shard by shard. A name
-// stored in two shards appears twice; the adapter keeps the first.
-func sources(c *safetensors.Checkpoint) []Source {
-	out := make([]Source, 0, c.NumTensors())
+// sources lists a checkpoint's readable physical tensors, shard by shard,
+// and counts the tensors of shards that are not readable. A name stored in
+// two shards appears twice; the adapter keeps the first.
+func sources(c *checkpoint.Checkpoint) ([]Source, int) {
+	n, unavailable := 0, 0
+	for _, s := range c.Shards {
+		switch {
+		case s.File != nil:
+			n += len(s.File.Tensors)
+		case s.Header() != nil:
+			unavailable += len(s.Header().Tensors)
+		default:
+			unavailable++ // at least one tensor is behind a shard we could not open
+		}
+	}
+	out := make([]Source, 0, n)
 	for _, s := range c.Shards {
 		if s.File == nil {
 			continue
 		}
 		for _, t := range s.File.Tensors {
-			out = append(out, Source{Info: t, Shard: s})
+			out = append(out, Source{Tensor: t, Shard: s})
 		}
 	}
-	return out
+	return out, unavailable
 }
 
-// tie is what is known of tie_word_embeddings and where it came from.
-type tie struct {
-	known, tied bool
-	source      string
-}
-
-func tieOf(pub, exp *safetensors.Checkpoint, flag *bool) tie {
+func tieOf(pub, exp *checkpoint.Checkpoint, flag *bool) Tie {
 	if flag != nil {
-		return tie{true, *flag, "--tied"}
+		return Tie{true, *flag, "--tied"}
 	}
-	for i, c := range []*safetensors.Checkpoint{pub, exp} {
+	for _, c := range []*checkpoint.Checkpoint{pub, exp} {
 		if c.Config == nil || c.Config.Err != nil {
 			continue
 		}
-		side := [2]string{Published, Exported}[i]
+		side := Published
+		if c == exp {
+			side = Exported
+		}
 		if v := c.Config.TieWordEmbeddings; v != nil {
-			return tie{true, *v, fmt.Sprintf("tie_word_embeddings: %v in the %s config.json", *v, side)}
+			return Tie{true, *v, fmt.Sprintf("tie_word_embeddings: %v in the %s config.json", *v, side)}
 		}
 		// transformers' PretrainedConfig defaults tie_word_embeddings to true.
-		return tie{true, true, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at transformers' default, true", side)}
+		return Tie{true, true, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at transformers' default, true", side)}
 	}
-	return tie{}
+	return Tie{}
 }
 
 // isBuffer reports whether a name is a non-persistent buffer that some
@@ -184,7 +252,17 @@ func isBuffer(name string) bool {
 	return name == "rotary_emb.inv_freq" || strings.HasSuffix(name, ".rotary_emb.inv_freq")
 }
 
-func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []Finding {
+func embeddingOf(v *adapter.View) (adapter.Tensor, bool) {
+	for _, name := range EmbeddingNames {
+		if t, ok := v.Tensor(name); ok {
+			return t, true
+		}
+	}
+	return adapter.Tensor{}, false
+}
+
+func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) []Finding {
+	pub, exp := pubM.View, expM.View
 	out := make([]Finding, 0, len(exp.Tensors)) // room for a dtype difference on every tensor
 	// An F32 export has a dtype difference on every tensor, all alike: build
 	// each distinct message once.
@@ -197,36 +275,31 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 		}
 		return m
 	}
-	embedding := func(v *adapter.View) (adapter.Tensor, bool) {
-		for _, name := range embeddingNames {
-			if t, ok := v.Tensor(name); ok {
-				return t, true
-			}
-		}
-		return adapter.Tensor{}, false
-	}
 	// lm_head.weight on one side only is no missing or unexpected key when
 	// the embeddings are tied: an exported copy of the head is fine (its
 	// values are checked against the embedding with --values), a dropped
 	// one is reported as tied_weight. Without a config or --tied, a tie is
 	// assumed, with a warning, when the embedding has the head's shape.
-	headOnOneSide := func(present, absent *adapter.View, absentSide string) (f *Finding, handled bool) {
+	headOnOneSide := func(present, absent *adapter.View, absentSide Side) (f *Finding, handled bool) {
 		head, _ := present.Tensor(LMHead)
 		switch {
-		case tie.known && tie.tied && absentSide == Published:
+		case tie.Known && tie.Tied && absentSide == Published:
 			return nil, true
-		case tie.known && tie.tied:
+		case tie.Known && tie.Tied:
 			return &Finding{Code: CodeTiedWeight, Severity: Info, Side: absentSide, Key: LMHead,
-				Message: fmt.Sprintf("absent from %s; tied to the input embedding (%s)", absentSide, tie.source)}, true
-		case tie.known:
+				Message: fmt.Sprintf("absent from %s; tied to the input embedding (%s)", absentSide, tie.Source)}, true
+		case tie.Known:
 			return nil, false
 		}
-		if emb, ok := embedding(absent); ok && slices.Equal(emb.Shape, head.Shape) {
+		if emb, ok := embeddingOf(absent); ok && slices.Equal(emb.Shape, head.Shape) {
 			return &Finding{Code: CodeTiedWeight, Severity: Warning, Side: absentSide, Key: LMHead,
 				Message: fmt.Sprintf("absent from %s; assumed tied to %s (same shape); no config.json or --tied says so", absentSide, emb.Name)}, true
 		}
 		return nil, false
 	}
+	// Keys a side cannot show because its shards failed are not judged
+	// missing or unexpected: they are listed once as not compared.
+	var notCompared [2][]string
 	matched := 0
 	for _, t := range pub.Tensors {
 		e, ok := exp.Tensor(t.Name)
@@ -245,6 +318,10 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 					continue
 				}
 			}
+			if expM.Unavailable > 0 {
+				notCompared[1] = append(notCompared[1], t.Name)
+				continue
+			}
 			out = append(out, Finding{Code: CodeMissingKey, Severity: Error, Key: t.Name, Message: "in published, missing from exported"})
 			continue
 		}
@@ -256,7 +333,8 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 			out = append(out, Finding{Code: CodeShapeMismatch, Severity: Error, Key: t.Name, Message: msg,
 				Published: t.Shape, Exported: e.Shape})
 		}
-		if want == nil && t.DType != e.DType {
+		// --dtype judges floating-point exports; other dtypes stay compared.
+		if t.DType != e.DType && (want == nil || !e.DType.IsFloat()) {
 			out = append(out, Finding{Code: CodeDTypeMismatch, Severity: Warning, Key: t.Name,
 				Message: dtypeMessage(t.DType, e.DType), Published: t.DType, Exported: e.DType})
 		}
@@ -280,11 +358,24 @@ func structuralDiff(pub, exp *adapter.View, tie tie, want *safetensors.DType) []
 				continue
 			}
 		}
-		f := Finding{Code: CodeUnexpectedKey, Severity: Error, Side: "", Key: e.Name, Message: "in exported, not in published"}
+		if pubM.Unavailable > 0 {
+			notCompared[0] = append(notCompared[0], e.Name)
+			continue
+		}
+		f := Finding{Code: CodeUnexpectedKey, Severity: Error, Key: e.Name, Message: "in exported, not in published"}
 		if e.Source != e.Name {
 			f.Physical = e.Source
 		}
 		out = append(out, f)
+	}
+	for i, keys := range notCompared {
+		if len(keys) == 0 {
+			continue
+		}
+		side, other := [2]*Mapped{pubM, expM}[i], [2]*Mapped{expM, pubM}[i]
+		out = append(out, Finding{Code: CodeNotCompared, Severity: Warning, Side: side.Side, Keys: keys,
+			Message: fmt.Sprintf("%s of %s not compared: %s of the %s side could not be read or failed validation (see its errors)",
+				textfmt.Plural(len(keys), "key"), other.Side, textfmt.Plural(side.Unavailable, "tensor"), side.Side)})
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 
 // export writes a single-file export of tensors (no __metadata__, as
 // torchtitan writes it) with an optional config, and returns its directory.
-func export(t *testing.T, tensors []safetensors.Tensor, config map[string]any) string {
+func export(t *testing.T, tensors []fixture.Tensor, config map[string]any) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "exported")
 	if err := fixture.WriteFile(filepath.Join(dir, "model-00001-of-00001.safetensors"), tensors, nil); err != nil {
@@ -32,27 +32,21 @@ func export(t *testing.T, tensors []safetensors.Tensor, config map[string]any) s
 	return dir
 }
 
-func upcastAll(ts []safetensors.Tensor) []safetensors.Tensor {
-	out := make([]safetensors.Tensor, len(ts))
+func upcastAll(ts []fixture.Tensor) []fixture.Tensor {
+	out := make([]fixture.Tensor, len(ts))
 	for i, t := range ts {
 		out[i] = fixture.Upcast(t)
 	}
 	return out
 }
 
-func diffPaths(t *testing.T, pub, exp string, opt DiffOptions) *Diffed {
+func diffPaths(t testing.TB, pub, exp string, opt DiffOptions) *Comparison {
 	t.Helper()
-	p, err := safetensors.OpenCheckpoint(pub)
+	d, err := Diff(context.Background(), openCheckpoint(t, pub), openCheckpoint(t, exp), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
-	e, err := safetensors.OpenCheckpoint(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return Diff(p, e, opt)
+	return d
 }
 
 // errorsAndInfo lists "code key" for every finding but the dtype warnings.
@@ -72,10 +66,10 @@ func TestDiffScenarios(t *testing.T) {
 	bf16 := q.Tensors(safetensors.BF16)
 	untied := q
 	untied.Tied = false
-	without := func(ts []safetensors.Tensor, names ...string) []safetensors.Tensor {
-		return slices.DeleteFunc(slices.Clone(ts), func(t safetensors.Tensor) bool { return slices.Contains(names, t.Name) })
+	without := func(ts []fixture.Tensor, names ...string) []fixture.Tensor {
+		return slices.DeleteFunc(slices.Clone(ts), func(t fixture.Tensor) bool { return slices.Contains(names, t.Name) })
 	}
-	rename := func(ts []safetensors.Tensor, f func(string) string) []safetensors.Tensor {
+	rename := func(ts []fixture.Tensor, f func(string) string) []fixture.Tensor {
 		out := slices.Clone(ts)
 		for i := range out {
 			out[i].Name = f(out[i].Name)
@@ -124,7 +118,7 @@ func TestDiffScenarios(t *testing.T) {
 						ts[i].Shape = []uint64{x.Shape[1], x.Shape[0]}
 					}
 				}
-				ts = append(ts, safetensors.Tensor{Name: "model.causal_mask", DType: safetensors.BOOL, Shape: []uint64{4, 4}, Data: make([]byte, 16)})
+				ts = append(ts, fixture.Tensor{Name: "model.causal_mask", DType: safetensors.BOOL, Shape: []uint64{4, 4}, Data: make([]byte, 16)})
 				return export(t, ts, nil)
 			},
 			want: []string{
@@ -206,7 +200,7 @@ func TestDiffScenarios(t *testing.T) {
 			exported: func(t *testing.T) string {
 				return export(t, rename(bf16, func(n string) string { return "student." + strings.Replace(n, "model.", "backbone.", 1) }), nil)
 			},
-			opt:  DiffOptions{Extra: [2]adapter.Chain{nil, {mustRename(t, `^student\.backbone\.=model.`)}}},
+			opt:  DiffOptions{Exported: SideOptions{Extra: adapter.Chain{mustRename(t, `^student\.backbone\.=model.`)}}},
 			want: nil, wantAdapter: `rename=^student\.backbone\.=model.`,
 		},
 		{
@@ -226,8 +220,8 @@ func TestDiffScenarios(t *testing.T) {
 			if got := notable(d.Findings); !slices.Equal(got, tt.want) {
 				t.Errorf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
 			}
-			if d.Views[1].Adapter != tt.wantAdapter {
-				t.Errorf("exported adapter %s, want %s", d.Views[1].Adapter, tt.wantAdapter)
+			if d.Exported.View.Adapter != tt.wantAdapter {
+				t.Errorf("exported adapter %s, want %s", d.Exported.View.Adapter, tt.wantAdapter)
 			}
 			warns := 0
 			for _, f := range d.Findings {
@@ -244,7 +238,7 @@ func TestDiffScenarios(t *testing.T) {
 
 func TestRotaryBuffersIgnored(t *testing.T) {
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
-	withBuffers := append(slices.Clone(bf16), safetensors.Tensor{Name: "model.layers.0.self_attn.rotary_emb.inv_freq",
+	withBuffers := append(slices.Clone(bf16), fixture.Tensor{Name: "model.layers.0.self_attn.rotary_emb.inv_freq",
 		DType: safetensors.F32, Shape: []uint64{4}, Data: make([]byte, 16)})
 	for _, dirs := range [][2]string{{published(t), export(t, withBuffers, nil)}, {export(t, withBuffers, fixture.Tiny.Config("bfloat16")), export(t, bf16, nil)}} {
 		if d := diffPaths(t, dirs[0], dirs[1], DiffOptions{}); len(d.Findings) != 0 {
@@ -301,40 +295,9 @@ func TestDiffRealFilesAgainstThemselves(t *testing.T) {
 	})
 }
 
-func TestCollapsedText(t *testing.T) {
-	var fs []Finding
-	for l := range 36 {
-		fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: fmt.Sprintf("model.layers.%d.self_attn.k_norm.weight", l), Message: "in published, missing from exported"})
-		fs = append(fs, Finding{Code: CodeDTypeMismatch, Severity: Warning, Key: fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", l), Message: "published BF16, exported F32", Published: safetensors.BF16, Exported: safetensors.F32})
-	}
-	fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: "model.layers.3.mlp.experts.7.up_proj.weight", Message: "in published, missing from exported"})
-	fs = append(fs, Finding{Code: CodeMissingKey, Severity: Error, Key: "model.layers.5.mlp.experts.1.up_proj.weight", Message: "in published, missing from exported"})
-	var b strings.Builder
-	NewReport("diff", Error, nil, fs).WriteText(&b, false)
-	out := b.String()
-	for _, want := range []string{
-		"FAIL: 38 errors, 36 warnings\n",
-		"model.layers.{0..35}.self_attn.k_norm.weight: in published, missing from exported\n",
-		"model.layers.{3,5}.mlp.experts.{1,7}.up_proj.weight: in published, missing from exported (2 keys)\n",
-		"36 tensors BF16 → F32\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Index(out, "missing_key") > strings.Index(out, "dtype_mismatch") {
-		t.Error("errors must come first")
-	}
-	b.Reset()
-	NewReport("diff", Error, nil, fs).WriteText(&b, true)
-	if n := strings.Count(b.String(), "\n  "); n != len(fs) {
-		t.Errorf("verbose lists %d lines, want %d", n, len(fs))
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
-func repeat(prefix string, ts []safetensors.Tensor) []string {
+func repeat(prefix string, ts []fixture.Tensor) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, prefix+t.Name)
@@ -354,16 +317,16 @@ func mustRename(t *testing.T, expr string) *adapter.Adapter {
 // FuzzDiff runs the whole diff, values included, on two arbitrary files:
 // whatever the headers say, it must not panic, hang, or allocate by them.
 func FuzzDiff(f *testing.F) {
-	file := func(ts ...safetensors.Tensor) []byte {
+	file := func(ts ...fixture.Tensor) []byte {
 		var buf bytes.Buffer
-		if err := safetensors.Write(&buf, ts, nil); err != nil {
+		if err := fixture.Write(&buf, ts, nil); err != nil {
 			f.Fatal(err)
 		}
 		return buf.Bytes()
 	}
-	w := safetensors.Tensor{Name: "model.layers.0.mlp.experts.1.gate_proj.weight", DType: safetensors.BF16, Shape: []uint64{2, 2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
-	stacked := safetensors.Tensor{Name: "layers.0.moe.experts.w1", DType: safetensors.BF16, Shape: []uint64{2, 2, 2}, Data: make([]byte, 16)}
-	wq := safetensors.Tensor{Name: "layers.0.attention.wq.weight", DType: safetensors.F32, Shape: []uint64{4, 1}, Data: make([]byte, 16)}
+	w := fixture.Tensor{Name: "model.layers.0.mlp.experts.1.gate_proj.weight", DType: safetensors.BF16, Shape: []uint64{2, 2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	stacked := fixture.Tensor{Name: "layers.0.moe.experts.w1", DType: safetensors.BF16, Shape: []uint64{2, 2, 2}, Data: make([]byte, 16)}
+	wq := fixture.Tensor{Name: "layers.0.attention.wq.weight", DType: safetensors.F32, Shape: []uint64{4, 1}, Data: make([]byte, 16)}
 	f.Add(file(w), file(stacked))
 	f.Add(file(w), file(wq))
 	f.Add(file(w, stacked), file(w))
@@ -372,20 +335,10 @@ func FuzzDiff(f *testing.F) {
 		pa, pb := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
 		os.WriteFile(pa, a, 0o644)
 		os.WriteFile(pb, b, 0o644)
-		p, err := safetensors.OpenCheckpoint(pa)
-		if err != nil {
+		d := diffPaths(t, pa, pb, DiffOptions{})
+		if _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		defer p.Close()
-		e, err := safetensors.OpenCheckpoint(pb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		d := Diff(p, e, DiffOptions{})
-		if _, _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		NewReport("diff", Error, nil, d.Findings).WriteText(io.Discard, false)
+		NewReport("diff", Error, nil, d.Findings).WriteJSON(io.Discard)
 	})
 }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
-	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -16,24 +16,25 @@ func ExampleDiff() {
 	defer os.RemoveAll(dir)
 	fixture.WriteExample(dir) // a published checkpoint and an F32 export that lost a norm
 
-	pub, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "published"))
+	ctx := context.Background()
+	pub, _ := checkpoint.Open(ctx, filepath.Join(dir, "published"), checkpoint.Options{})
 	defer pub.Close()
-	exp, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "exported"))
+	exp, _ := checkpoint.Open(ctx, filepath.Join(dir, "exported"), checkpoint.Options{})
 	defer exp.Close()
 
-	d := verify.Diff(pub, exp, verify.DiffOptions{})
-	values, more, _ := d.CompareValues(context.Background(), verify.ValueOptions{})
-	report := verify.NewReport("diff", verify.Error, nil, append(d.Findings, more...))
-	fmt.Println(report.Verdict())
-	fmt.Println(values.Summary())
+	d, _ := verify.Diff(ctx, pub, exp, verify.DiffOptions{})
+	values, _ := d.CompareValues(ctx, verify.ValueOptions{})
+	report := verify.NewReport("diff", verify.Error, nil, append(d.Findings, values.Findings...))
+	fmt.Println(report.OK, report.Summary.Error, report.Summary.Warning)
+	fmt.Println(values.Compared, "compared,", values.Equal, "equal")
 	for _, f := range report.Findings {
 		if f.Severity == verify.Error {
 			fmt.Println(f)
 		}
 	}
 	// Output:
-	// FAIL: 1 error, 45 warnings
-	// 45 compared: 45 equal values
+	// false 1 45
+	// 45 compared, 45 equal
 	// error missing_key model.layers.2.self_attn.k_norm.weight: in published, missing from exported
 }
 
@@ -45,7 +46,7 @@ func ExampleValidate() {
 	st, _ := os.Stat(shard)
 	os.Truncate(shard, st.Size()-3) // a download cut short
 
-	c, _ := safetensors.OpenCheckpoint(filepath.Join(dir, "published"))
+	c, _ := checkpoint.Open(context.Background(), filepath.Join(dir, "published"), checkpoint.Options{})
 	defer c.Close()
 	for _, f := range verify.Validate(c) {
 		fmt.Println(f.Code, filepath.Base(f.File))

@@ -1,6 +1,8 @@
 package verify
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // Severity orders findings; --fail-on compares against it.
 type Severity int
@@ -37,21 +39,32 @@ func ParseSeverity(s string) (Severity, error) {
 	return 0, fmt.Errorf("unknown severity %q (want error, warning, info or never)", s)
 }
 
+// MarshalText writes the severity's name.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a severity's name.
 func (s *Severity) UnmarshalText(b []byte) error {
 	v, err := ParseSeverity(string(b))
 	*s = v
 	return err
 }
 
+// Side is a side of a diff.
+type Side string
+
+// The two sides of a diff.
+const (
+	Published Side = "published"
+	Exported  Side = "exported"
+)
+
 // A Finding is one thing a check found: a stable code, a severity, where
 // (the tensor key in HF naming, the file, the side of a diff) and a one-line
 // message, with details where they help.
 type Finding struct {
-	Code     string   `json:"code"`
+	Code     Code     `json:"code"`
 	Severity Severity `json:"severity"`
-	Side     string   `json:"side,omitempty"` // "published" or "exported" in a diff
+	Side     Side     `json:"side,omitempty"`
 	Key      string   `json:"key,omitempty"`
 	// Physical is the tensor's name in the file when an adapter renamed it.
 	Physical string `json:"physical,omitempty"`
@@ -67,16 +80,18 @@ type Finding struct {
 	Got       any `json:"got,omitempty"`
 }
 
+// String is the finding on one line, for logs and tests; reports render
+// findings through package report.
 func (f Finding) String() string {
-	s := f.Severity.String() + " " + f.Code
+	s := f.Severity.String() + " " + string(f.Code)
 	if f.Side != "" {
-		s += " [" + f.Side + "]"
+		s += " [" + string(f.Side) + "]"
 	}
 	if f.File != "" {
 		s += " " + f.File
 	}
 	if f.Key != "" {
-		s += " " + quoteName(f.Key)
+		s += " " + f.Key
 	}
 	return s + ": " + f.Message
 }

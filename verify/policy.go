@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
 )
 
 // A Tolerance is numpy.allclose's rule: |e − p| ≤ Atol + Rtol·|p|. The zero
@@ -15,8 +16,9 @@ type Tolerance struct {
 	Rtol float64 `json:"rtol"`
 }
 
-// A Rule gives tensors whose HF name matches a glob their own tolerance, or
-// skips them with a reason. Unset Atol/Rtol fall back to the default.
+// A Rule gives tensors whose HF name matches a glob (the project's one
+// dialect, see adapter.Glob: "*" crosses dots) their own tolerance, or skips
+// them with a reason. Unset Atol/Rtol fall back to the default.
 type Rule struct {
 	Match string   `json:"match"`
 	Atol  *float64 `json:"atol,omitempty"`
@@ -47,7 +49,7 @@ func (p ValuePolicy) Tolerant() bool {
 // For returns the tolerance for a tensor, or the reason it is skipped.
 func (p ValuePolicy) For(name string) (Tolerance, string) {
 	for _, r := range p.Rules {
-		if ok, _ := path.Match(r.Match, name); !ok {
+		if !adapter.CompileGlob(r.Match).Match(name) {
 			continue
 		}
 		if r.Skip != "" {
@@ -79,7 +81,7 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 	dec := json.NewDecoder(io.LimitReader(r, 16<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
-		return ValuePolicy{}, fmt.Errorf("policy: %v", err)
+		return ValuePolicy{}, fmt.Errorf("policy: %v", jsonMessage(err))
 	}
 	var p ValuePolicy
 	if file.Default != nil {
@@ -89,8 +91,11 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 		return p, err
 	}
 	for i, rule := range file.Rules {
-		if _, err := path.Match(rule.Match, ""); err != nil || rule.Match == "" {
-			return p, fmt.Errorf("policy: rule %d: bad match pattern %q", i+1, rule.Match)
+		if rule.Match == "" {
+			return p, fmt.Errorf("policy: rule %d: empty match pattern", i+1)
+		}
+		if rule.Skip == "" && rule.Atol == nil && rule.Rtol == nil {
+			return p, fmt.Errorf("policy: rule %d (%s): says neither a tolerance nor skip", i+1, rule.Match)
 		}
 		for _, v := range []*float64{rule.Atol, rule.Rtol} {
 			if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {

@@ -4,23 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // Validate checks a checkpoint: every shard against the format (the
 // reference implementation's errors plus duplicate_key and unaligned_data),
 // the index against the shards, and config.json against the tensors.
-func Validate(c *safetensors.Checkpoint) []Finding {
+func Validate(c *checkpoint.Checkpoint) []Finding {
 	scans := make([]shardScan, len(c.Shards))
 	var wg sync.WaitGroup
 	for i, s := range c.Shards {
-		wg.Go(func() { scans[i] = scanShard(s, c.Index) })
+		wg.Go(func() { scans[i] = scanShard(c, s) })
 	}
 	wg.Wait()
 	var out []Finding
@@ -29,6 +30,32 @@ func Validate(c *safetensors.Checkpoint) []Finding {
 	}
 	out = append(out, validateIndex(c, scans)...)
 	out = append(out, validateConfig(c, scans)...)
+	if c.NumTensors() == 0 && !slices.ContainsFunc(out, func(f Finding) bool { return f.Severity == Error }) {
+		out = append(out, Finding{Code: CodeEmptyCheckpoint, Severity: Warning, File: c.Path, Message: "the checkpoint holds no tensors"})
+	}
+	if c.PartOf != nil {
+		out = append(out, Finding{Code: CodeShardOfIndex, Severity: Info, File: c.PartOf.Path,
+			Message: fmt.Sprintf("this file is one shard of %d that the index names; validate the directory to check them all", len(c.PartOf.ShardNames()))})
+	}
+	if len(c.Variants) > 0 {
+		v := c.Variant
+		if v == "" {
+			v = "the plain model.safetensors"
+		}
+		out = append(out, Finding{Code: CodeVariants, Severity: Info, File: c.Source.Path("."),
+			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(variantNames(c.Variants), ", "), v)})
+	}
+	return out
+}
+
+func variantNames(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v
+		if v == "" {
+			out[i] = "(plain)"
+		}
+	}
 	return out
 }
 
@@ -43,14 +70,16 @@ type shardScan struct {
 	params   [32]uint64 // floating-point parameters by dtype
 }
 
-func scanShard(s *safetensors.Shard, idx *safetensors.Index) shardScan {
-	sc := shardScan{findings: validateShard(s), layers: make(map[uint64]bool)}
-	if s.File == nil {
+func scanShard(c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
+	sc := shardScan{findings: shardFindings(c, s), layers: make(map[uint64]bool)}
+	h := s.Header()
+	if h == nil {
 		return sc
 	}
+	idx := c.Index
 	indexed := idx != nil && idx.Err == nil
 	last := ^uint64(0)
-	for _, t := range s.File.Tensors {
+	for _, t := range h.Tensors {
 		sc.bytes += t.Size()
 		if l, ok := layerIndex(t.Name); ok && l != last {
 			sc.layers[l], last = true, l
@@ -61,7 +90,7 @@ func scanShard(s *safetensors.Shard, idx *safetensors.Index) shardScan {
 		if !indexed {
 			continue
 		}
-		want, ok := idx.WeightMap[t.Name]
+		want, ok := idx.ShardOf(t.Name)
 		if ok && want == s.Name {
 			sc.matched++
 			continue
@@ -76,36 +105,40 @@ func scanShard(s *safetensors.Shard, idx *safetensors.Index) shardScan {
 	return sc
 }
 
-func validateShard(s *safetensors.Shard) []Finding {
+// shardFindings turns what checkpoint found about a shard into findings.
+func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	var out []Finding
-	file := s.Path
-	if file == "" {
-		file = s.Name
+	switch {
+	case s.Unsafe != "":
+		return []Finding{{Code: CodeIndexUnsafePath, Severity: Error, File: s.Path,
+			Message: fmt.Sprintf("the index names shard %q, which %s; it was not opened", s.Name, s.Unsafe)}}
+	case s.Missing != "" && c.Index != nil && c.Index.Err == nil:
+		return []Finding{{Code: CodeIndexMissingShard, Severity: Error, File: s.Path, Message: s.Missing}}
+	case s.Missing != "":
+		return []Finding{{Code: CodeShardMissing, Severity: Error, File: s.Path, Message: s.Missing}}
 	}
-	if s.Err != nil {
-		var fe *safetensors.FormatError
-		if errors.As(s.Err, &fe) {
-			out = append(out, Finding{Code: fe.Kind.String(), Severity: Error, File: file, Key: fe.Tensor, Message: formatMessage(fe)})
-		} else {
-			out = append(out, Finding{Code: CodeShardUnreadable, Severity: Error, File: file, Message: s.Err.Error()})
-		}
+	var fe *safetensors.FormatError
+	if errors.As(s.Err, &fe) {
+		out = append(out, Finding{Code: FormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: formatMessage(fe)})
+	} else if s.Err != nil {
+		out = append(out, Finding{Code: CodeShardUnreadable, Severity: Error, File: s.Path, Message: s.Err.Error()})
 	}
-	f := s.File
+	f := s.Header()
 	if f == nil {
 		return out
 	}
 	for _, name := range f.Duplicates {
-		out = append(out, Finding{Code: CodeDuplicateKey, Severity: Warning, File: file, Key: name,
+		out = append(out, Finding{Code: CodeDuplicateKey, Severity: Warning, File: s.Path, Key: name,
 			Message: "tensor name appears more than once in the header; the last entry is used"})
 	}
 	if f.HeaderSize%8 != 0 {
-		out = append(out, Finding{Code: CodeUnalignedData, Severity: Warning, File: file,
+		out = append(out, Finding{Code: CodeUnalignedData, Severity: Warning, File: s.Path,
 			Message: fmt.Sprintf("header length %d is not a multiple of 8, so tensor data is not 8-byte aligned", f.HeaderSize)})
 	}
 	for _, t := range f.Tensors {
 		elem := uint64(t.DType.Bits() / 8)
 		if elem > 1 && t.Size() > 0 && t.DataOffsets[0]%elem != 0 {
-			out = append(out, Finding{Code: CodeUnalignedData, Severity: Warning, File: file, Key: t.Name,
+			out = append(out, Finding{Code: CodeUnalignedData, Severity: Warning, File: s.Path, Key: t.Name,
 				Message: fmt.Sprintf("%s data starts at offset %d, not a multiple of its %d-byte element size", t.DType, t.DataOffsets[0], elem)})
 		}
 	}
@@ -121,19 +154,17 @@ func formatMessage(fe *safetensors.FormatError) string {
 	return msg
 }
 
-func validateIndex(c *safetensors.Checkpoint, scans []shardScan) []Finding {
+func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	idx := c.Index
 	if idx != nil && idx.Err != nil {
-		var fe *safetensors.FormatError
-		errors.As(idx.Err, &fe)
-		return append([]Finding{{Code: safetensors.IndexInvalid.String(), Severity: Error, File: idx.Path,
-			Message: fe.Msg + "; checked the *.safetensors files in its folder instead"}}, duplicatesAcrossShards(c.Shards)...)
+		return append([]Finding{{Code: CodeIndexInvalid, Severity: Error, File: idx.Path,
+			Message: idx.Err.Error() + "; checked the *.safetensors files in its folder instead"}}, duplicatesAcrossShards(c.Shards)...)
 	}
 	if idx == nil {
 		return duplicatesAcrossShards(c.Shards)
 	}
 	var out []Finding
-	byName := make(map[string]*safetensors.Shard, len(c.Shards))
+	byName := make(map[string]*checkpoint.Shard, len(c.Shards))
 	for _, s := range c.Shards {
 		byName[s.Name] = s
 	}
@@ -141,8 +172,9 @@ func validateIndex(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 	// header matched as many tensors as the index names there; only the
 	// other shards need a lookup per entry.
 	perShard := make(map[string]int, len(c.Shards))
-	for _, file := range idx.WeightMap {
-		perShard[file]++
+	for key := range idx.WeightMap {
+		f, _ := idx.ShardOf(key)
+		perShard[f]++
 	}
 	short := make(map[string]bool)
 	var total uint64
@@ -150,23 +182,22 @@ func validateIndex(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 	for i, s := range c.Shards {
 		total += scans[i].bytes
 		strays = strays || scans[i].strays > 0
-		if s.File != nil && scans[i].matched != perShard[s.Name] {
+		if s.Header() != nil && scans[i].matched != perShard[s.Name] {
 			short[s.Name] = true
 		}
 	}
 	var notInShard []string
 	if len(short) > 0 {
-		for key, file := range idx.WeightMap {
-			if short[file] {
-				if _, ok := byName[file].File.Tensor(key); !ok {
-					notInShard = append(notInShard, key)
-				}
+		for key := range idx.WeightMap {
+			if f, _ := idx.ShardOf(key); short[f] && byName[f].Header().Tensor(key) == nil {
+				notInShard = append(notInShard, key)
 			}
 		}
 	}
 	slices.Sort(notInShard)
 	for _, key := range notInShard {
-		s := byName[idx.WeightMap[key]]
+		f, _ := idx.ShardOf(key)
+		s := byName[f]
 		out = append(out, Finding{Code: CodeIndexKeyNotInShard, Severity: Error, File: s.Path, Key: key,
 			Message: fmt.Sprintf("index maps the tensor to %s, whose header does not have it", s.Name)})
 	}
@@ -175,31 +206,32 @@ func validateIndex(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 	if strays {
 		out = append(out, duplicatesAcrossShards(c.Shards)...)
 	}
-	allOpened := !slices.ContainsFunc(c.Shards, func(s *safetensors.Shard) bool { return s.File == nil })
+	allOpened := !slices.ContainsFunc(c.Shards, func(s *checkpoint.Shard) bool { return s.Header() == nil })
 	if idx.TotalSize != nil && allOpened && *idx.TotalSize != total {
 		out = append(out, Finding{Code: CodeIndexTotalSizeMismatch, Severity: Warning, File: idx.Path,
-			Message:  fmt.Sprintf("metadata.total_size is %d but the shards' tensors hold %d bytes", *idx.TotalSize, total),
+			Message:  fmt.Sprintf("metadata.total_size is %s but the shards' tensors hold %s bytes", textfmt.Thousands(*idx.TotalSize), textfmt.Thousands(total)),
 			Expected: total, Got: *idx.TotalSize})
 	}
 	for _, name := range c.Unreferenced {
-		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: filepath.Join(c.Dir, name),
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
 			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
 	}
 	return out
 }
 
 // duplicatesAcrossShards reports tensor names stored in more than one shard.
-func duplicatesAcrossShards(shards []*safetensors.Shard) []Finding {
+func duplicatesAcrossShards(shards []*checkpoint.Shard) []Finding {
 	if len(shards) < 2 {
 		return nil
 	}
 	holder := make(map[string]string)
 	repeated := make(map[string][]string)
 	for _, s := range shards {
-		if s.File == nil {
+		h := s.Header()
+		if h == nil {
 			continue
 		}
-		for _, t := range s.File.Tensors {
+		for _, t := range h.Tensors {
 			first, ok := holder[t.Name]
 			if !ok {
 				holder[t.Name] = s.Name
@@ -241,17 +273,7 @@ func layerIndex(name string) (uint64, bool) {
 	}
 }
 
-// embeddingNames are the input embeddings of common layouts.
-var embeddingNames = []string{"model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight",
-	"model.language_model.embed_tokens.weight", "tok_embeddings.weight", "embedding.word_embeddings.weight"}
-
-// configDTypes maps config.json dtype names to stored dtypes.
-var configDTypes = map[string]safetensors.DType{
-	"float32": safetensors.F32, "float16": safetensors.F16, "bfloat16": safetensors.BF16, "float64": safetensors.F64,
-	"float": safetensors.F32, "half": safetensors.F16, "double": safetensors.F64,
-}
-
-func validateConfig(c *safetensors.Checkpoint, scans []shardScan) []Finding {
+func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	cfg := c.Config
 	if cfg == nil {
 		return nil
@@ -260,6 +282,10 @@ func validateConfig(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 		return []Finding{{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Message: cfg.Err.Error()}}
 	}
 	var out []Finding
+	for _, p := range cfg.Problems {
+		field, _, _ := strings.Cut(p, " ")
+		out = append(out, Finding{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Key: field, Message: p + "; the checks that need it were skipped"})
+	}
 	mismatch := func(key, msg string, expected, got any) {
 		out = append(out, Finding{Code: CodeConfigMismatch, Severity: Warning, File: cfg.Path, Key: key, Message: msg, Expected: expected, Got: got})
 	}
@@ -272,36 +298,38 @@ func validateConfig(c *safetensors.Checkpoint, scans []shardScan) []Finding {
 		}
 	}
 	if cfg.VocabSize > 0 && cfg.HiddenSize > 0 {
-		for _, name := range embeddingNames {
-			t, ok := c.Tensor(name)
-			if !ok {
+		for _, name := range EmbeddingNames {
+			t := c.Tensor(name)
+			if t == nil {
 				continue
 			}
 			want := []uint64{cfg.VocabSize, cfg.HiddenSize}
 			// Vocabularies are often padded past vocab_size; a smaller
 			// embedding, or another width, is what breaks loading.
 			if len(t.Shape) != 2 || t.Shape[0] < cfg.VocabSize || t.Shape[1] != cfg.HiddenSize {
-				mismatch(name, fmt.Sprintf("embedding shape %v does not fit vocab_size %d x hidden_size %d", t.Shape, cfg.VocabSize, cfg.HiddenSize), want, t.Shape)
+				mismatch(name, fmt.Sprintf("embedding shape %s does not fit vocab_size %s × hidden_size %s",
+					safetensors.FormatShape(t.Shape), textfmt.Thousands(cfg.VocabSize), textfmt.Thousands(cfg.HiddenSize)), want, t.Shape)
 			}
 			break
 		}
 	}
-	if cfg.NumHiddenLayers > 0 && len(layers) > 0 {
-		var missing []uint64
-		for i := range cfg.NumHiddenLayers {
-			if !layers[i] {
-				missing = append(missing, i)
-			}
-		}
+	// The layer count is checked against the layers present, never by
+	// counting up to it: the number comes from the file.
+	if cfg.NumHiddenLayers > 0 && len(layers) > 0 && c.PartOf == nil {
 		maxLayer := slices.Max(slices.Collect(maps.Keys(layers)))
+		first := uint64(0)
+		for layers[first] {
+			first++
+		}
 		switch {
 		case maxLayer >= cfg.NumHiddenLayers:
-			mismatch("", fmt.Sprintf("num_hidden_layers is %d but layer %d is present", cfg.NumHiddenLayers, maxLayer), cfg.NumHiddenLayers, maxLayer+1)
-		case len(missing) > 0:
-			mismatch("", fmt.Sprintf("num_hidden_layers is %d but %d layers have no tensors (first: %d)", cfg.NumHiddenLayers, len(missing), missing[0]), cfg.NumHiddenLayers, len(layers))
+			mismatch("", fmt.Sprintf("num_hidden_layers is %s but layer %d is present", textfmt.Thousands(cfg.NumHiddenLayers), maxLayer), cfg.NumHiddenLayers, maxLayer+1)
+		case uint64(len(layers)) < cfg.NumHiddenLayers:
+			missing := cfg.NumHiddenLayers - uint64(len(layers))
+			mismatch("", fmt.Sprintf("num_hidden_layers is %s but %s have no tensors (first: %d)", textfmt.Thousands(cfg.NumHiddenLayers), textfmt.Plural(missing, "layer"), first), cfg.NumHiddenLayers, len(layers))
 		}
 	}
-	if want, ok := configDTypes[cfg.DType]; ok && !cfg.Quantized {
+	if want, ok := safetensors.LookupDType(cfg.DType); ok && cfg.DType != "" && !cfg.Quantized {
 		var dominant safetensors.DType
 		var most uint64
 		for _, d := range safetensors.DTypes() {

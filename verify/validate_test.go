@@ -1,13 +1,16 @@
 package verify
 
 import (
+	"context"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -25,18 +28,24 @@ func published(t *testing.T) string {
 
 func validatePath(t *testing.T, path string) []Finding {
 	t.Helper()
-	c, err := safetensors.OpenCheckpoint(path)
+	return Validate(openCheckpoint(t, path))
+}
+
+// openCheckpoint opens a checkpoint, closed when the test ends.
+func openCheckpoint(t testing.TB, path string) *checkpoint.Checkpoint {
+	t.Helper()
+	c, err := checkpoint.Open(context.Background(), path, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	return Validate(c)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
-func codes(fs []Finding) []string {
+func codeList(fs []Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.Code)
+		out = append(out, string(f.Code))
 	}
 	slices.Sort(out)
 	return out
@@ -82,10 +91,9 @@ func TestValidateCheckpoints(t *testing.T) {
 		{"duplicate across shards", func(t *testing.T, dir string) {
 			f, _ := safetensors.Open(filepath.Join(dir, shard1))
 			first := f.Tensors[0]
-			data := make([]byte, first.Size())
-			f.Section(first).ReadAt(data, 0)
+			data, _ := io.ReadAll(first.Open())
 			f.Close()
-			fixture.WriteFile(filepath.Join(dir, "model-00004-of-00003.safetensors"), []safetensors.Tensor{{Name: first.Name, DType: first.DType, Shape: first.Shape, Data: data}}, nil)
+			fixture.WriteFile(filepath.Join(dir, "model-00004-of-00003.safetensors"), []fixture.Tensor{{Name: first.Name, DType: first.DType, Shape: first.Shape, Data: data}}, nil)
 			editIndex(t, dir, func(wm, _ map[string]any) { wm["z"] = "model-00004-of-00003.safetensors" })
 		}, []string{"duplicate_key_across_shards", "index_key_not_in_shard", "index_total_size_mismatch", "shard_key_not_in_index"}},
 		{"total size", func(t *testing.T, dir string) {
@@ -135,8 +143,8 @@ func TestValidateCheckpoints(t *testing.T) {
 			dir := published(t)
 			tt.setup(t, dir)
 			got := validatePath(t, dir)
-			if !slices.Equal(codes(got), tt.want) {
-				t.Errorf("codes = %v, want %v\n%v", codes(got), tt.want, got)
+			if !slices.Equal(codeList(got), tt.want) {
+				t.Errorf("codes = %v, want %v\n%v", codeList(got), tt.want, got)
 			}
 			for _, f := range got {
 				if f.Message == "" || strings.Contains(f.Message, "\n") {
@@ -180,7 +188,7 @@ func TestValidateWarnings(t *testing.T) {
 		{write("unpadded-truncated.safetensors", `{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 2), []string{"metadata_incomplete_buffer", "unaligned_data"}},
 	}
 	for _, tt := range tests {
-		if got := codes(validatePath(t, tt.path)); !slices.Equal(got, tt.want) {
+		if got := codeList(validatePath(t, tt.path)); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %v, want %v", filepath.Base(tt.path), got, tt.want)
 		}
 	}
@@ -204,5 +212,18 @@ func TestValidateRealFiles(t *testing.T) {
 	})
 	if n == 0 {
 		t.Fatal("no real files")
+	}
+}
+
+func TestFormatCodesAreTheReferenceKinds(t *testing.T) {
+	docs := Codes()
+	for i, k := range safetensors.ErrorKinds() {
+		if docs[i].Code != FormatCode(k) {
+			t.Errorf("code %d is %s, want the reference kind %s", i, docs[i].Code, k)
+		}
+	}
+	docs[0].Doc = "changed"
+	if Codes()[0].Doc == "changed" {
+		t.Error("Codes must return a copy")
 	}
 }

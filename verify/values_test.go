@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sync"
 	"slices"
 	"strings"
 	"testing"
@@ -17,23 +19,24 @@ import (
 
 func compareValues(t *testing.T, pub, exp string, opt DiffOptions, vopt ValueOptions) (*ValueReport, []Finding) {
 	t.Helper()
-	rep, fs, err := diffPaths(t, pub, exp, opt).CompareValues(context.Background(), vopt)
+	rep, err := diffPaths(t, pub, exp, opt).CompareValues(context.Background(), vopt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fs := rep.Findings
 	return rep, fs
 }
 
-func codesOf(fs []Finding) map[string]int {
-	m := map[string]int{}
+func codesOf(fs []Finding) map[Code]int {
+	m := map[Code]int{}
 	for _, f := range fs {
 		m[f.Code]++
 	}
 	return m
 }
 
-func mapTensors(ts []safetensors.Tensor, f func(safetensors.Tensor) safetensors.Tensor) []safetensors.Tensor {
-	out := make([]safetensors.Tensor, len(ts))
+func mapTensors(ts []fixture.Tensor, f func(fixture.Tensor) fixture.Tensor) []fixture.Tensor {
+	out := make([]fixture.Tensor, len(ts))
 	for i, t := range ts {
 		out[i] = f(t)
 	}
@@ -57,27 +60,27 @@ func TestValueScenarios(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		export []safetensors.Tensor
+		export []fixture.Tensor
 		policy ValuePolicy
-		want   map[string]int
+		want   map[Code]int
 		check  func(t *testing.T, rep *ValueReport, fs []Finding)
 	}{
-		{name: "exact F32 upcast", export: upcastAll(bf16), want: map[string]int{},
+		{name: "exact F32 upcast", export: upcastAll(bf16), want: map[Code]int{},
 			check: func(t *testing.T, rep *ValueReport, _ []Finding) {
 				if rep.Compared != len(bf16) || rep.Equal != len(bf16) || rep.BitIdentical != 0 {
 					t.Errorf("%+v", rep)
 				}
 			}},
-		{name: "bit-identical", export: bf16, want: map[string]int{},
+		{name: "bit-identical", export: bf16, want: map[Code]int{},
 			check: func(t *testing.T, rep *ValueReport, _ []Finding) {
 				if rep.BitIdentical != len(bf16) {
 					t.Errorf("%+v", rep)
 				}
 			}},
-		{name: "1e-3 perturbation, exact", want: map[string]int{CodeValueMismatch: len(bf16)},
-			export: mapTensors(bf16, func(x safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 5) })},
-		{name: "1e-3 perturbation, rtol 1e-2", policy: rtol, want: map[string]int{},
-			export: mapTensors(bf16, func(x safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 5) }),
+		{name: "1e-3 perturbation, exact", want: map[Code]int{CodeValueMismatch: len(bf16)},
+			export: mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 5) })},
+		{name: "1e-3 perturbation, rtol 1e-2", policy: rtol, want: map[Code]int{},
+			export: mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 5) }),
 			check: func(t *testing.T, rep *ValueReport, _ []Finding) {
 				if rep.WithinTolerance != len(bf16) {
 					t.Errorf("%+v", rep)
@@ -89,9 +92,9 @@ func TestValueScenarios(t *testing.T) {
 				}
 			}},
 		{name: "another seed", policy: rtol, export: other.Tensors(safetensors.BF16),
-			want: map[string]int{CodeReinitialized: matrices, CodeValueMismatch: len(bf16) - matrices}},
-		{name: "NaN", want: map[string]int{CodeValueMismatch: 1, CodeNonFinite: 1},
-			export: mapTensors(bf16, func(x safetensors.Tensor) safetensors.Tensor {
+			want: map[Code]int{CodeReinitialized: matrices, CodeValueMismatch: len(bf16) - matrices}},
+		{name: "NaN", want: map[Code]int{CodeValueMismatch: 1, CodeNonFinite: 1},
+			export: mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor {
 				if x.Name != "model.layers.1.mlp.up_proj.weight" {
 					return x
 				}
@@ -109,22 +112,22 @@ func TestValueScenarios(t *testing.T) {
 					}
 				}
 			}},
-		{name: "tied head copy", export: append(slices.Clone(bf16), head), want: map[string]int{}},
-		{name: "tied head perturbed", want: map[string]int{CodeTiedWeightMismatch: 1},
+		{name: "tied head copy", export: append(slices.Clone(bf16), head), want: map[Code]int{}},
+		{name: "tied head perturbed", want: map[Code]int{CodeTiedWeightMismatch: 1},
 			export: append(slices.Clone(bf16), fixture.Perturb(head, safetensors.BF16, 0.05, 3)),
 			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
 				if !strings.Contains(fs[0].Message, "differs from the tied model.embed_tokens.weight on the exported side") {
 					t.Errorf("message %q", fs[0].Message)
 				}
 			}},
-		{name: "unchanged under a tolerance", policy: rtol, export: bf16, want: map[string]int{CodeUnchanged: 1},
+		{name: "unchanged under a tolerance", policy: rtol, export: bf16, want: map[Code]int{CodeUnchanged: 1},
 			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
 				if len(fs) != 1 || len(fs[0].Keys) != len(bf16) {
 					t.Errorf("%v", fs)
 				}
 			}},
 		{name: "skip rule", export: other.Tensors(safetensors.BF16),
-			policy: ValuePolicy{Rules: []Rule{{Match: "*", Skip: "not round-trippable"}}}, want: map[string]int{},
+			policy: ValuePolicy{Rules: []Rule{{Match: "*", Skip: "not round-trippable"}}}, want: map[Code]int{},
 			check: func(t *testing.T, rep *ValueReport, _ []Finding) {
 				if rep.Skipped != len(bf16) || rep.Compared != 0 {
 					t.Errorf("%+v", rep)
@@ -145,7 +148,7 @@ func TestValueScenarios(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]int) bool {
+func mapsEqual(a, b map[Code]int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -184,13 +187,16 @@ func TestEqualitySemantics(t *testing.T) {
 		{"atol + rtol", f32(10), f32(11), Tolerance{Atol: 0.5, Rtol: 0.05}, 0, 0, false},
 	}
 	for _, tt := range tests {
-		c := &comparison{tol: tt.tol}
-		c.pub.t = adapter.Tensor{DType: safetensors.F32, Shape: []uint64{uint64(len(tt.p) / 4)}}
-		c.exp.t = c.pub.t
 		n := uint64(len(tt.p) / 4)
-		c.parts = []partial{(&worker{}).compare(chunk{c: c, len: n}, tt.p, tt.e)}
-		c.finish()
-		s := c.stats
+		x := adapter.Tensor{DType: safetensors.F32, Shape: []uint64{n}}
+		p := newPair("x", x, x, nil, nil)
+		p.tol = tt.tol
+		p.blocks.blocks = 1
+		var k kernel
+		part := k.compare(safetensors.F32, safetensors.F32, tt.p, tt.e, 0, n, tt.tol)
+		p.record(0, &part)
+		p.finish()
+		s := p.stats
 		if s.Mismatches != tt.mismatches || s.NonFinite != tt.nonfinite || s.BitIdentical != tt.bitIdent {
 			t.Errorf("%s: mismatches %d nonfinite %d bit-identical %v", tt.name, s.Mismatches, s.NonFinite, s.BitIdentical)
 		}
@@ -201,45 +207,19 @@ func TestIntegersCompareExactly(t *testing.T) {
 	le := binary.LittleEndian
 	p := le.AppendUint64(le.AppendUint64(nil, 1<<62+1), 7)
 	e := le.AppendUint64(le.AppendUint64(nil, 1<<62), 7) // equal as float64, not as integers
-	c := &comparison{}
-	c.pub.t = adapter.Tensor{DType: safetensors.I64, Shape: []uint64{2}}
-	c.exp.t = adapter.Tensor{DType: safetensors.U64, Shape: []uint64{2}}
-	c.parts = []partial{(&worker{}).compare(chunk{c: c, len: 2}, p, e)}
-	c.finish()
-	if c.stats.Mismatches != 1 {
-		t.Errorf("mismatches %d, want 1", c.stats.Mismatches)
-	}
-}
-
-func TestMultiSegmentRead(t *testing.T) {
-	dir := t.TempDir()
-	data := []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	fixture.WriteFile(filepath.Join(dir, "a.safetensors"), []safetensors.Tensor{{Name: "x", DType: safetensors.U8, Shape: []uint64{10}, Data: data}}, nil)
-	c, err := safetensors.OpenCheckpoint(filepath.Join(dir, "a.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	src := sources(c)
-	// Rows 2..3 then 0..1 of a [5, 2] tensor: a row permutation.
-	op := operand{t: adapter.Tensor{Name: "y", DType: safetensors.U8, Shape: []uint64{2, 2},
-		Segments: []adapter.Segment{{Source: 0, Offset: 4, Length: 2}, {Source: 0, Offset: 0, Length: 2}}}, src: src}
-	buf := make([]byte, 3)
-	if err := op.read(buf, 1); err != nil || !slices.Equal(buf, []byte{5, 0, 1}) {
-		t.Errorf("read = %v, %v", buf, err)
-	}
-	if err := op.read(make([]byte, 4), 1); err == nil {
-		t.Error("a read past the segments must fail")
+	var k kernel
+	part := k.compare(safetensors.I64, safetensors.U64, p, e, 0, 2, Tolerance{})
+	if part.mismatches != 1 {
+		t.Errorf("mismatches %d, want 1", part.mismatches)
 	}
 }
 
 func TestCompareValuesCancels(t *testing.T) {
-	p, _ := safetensors.OpenCheckpoint(published(t))
-	defer p.Close()
-	d := Diff(p, p, DiffOptions{})
+	pub := published(t)
+	d := diffPaths(t, pub, pub, DiffOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := d.CompareValues(ctx, ValueOptions{}); err == nil {
+	if _, err := d.CompareValues(ctx, ValueOptions{}); err == nil {
 		t.Error("a cancelled comparison must return an error")
 	}
 }
@@ -312,37 +292,87 @@ func TestBF16UpcastEqual(t *testing.T) {
 	}
 }
 
-// TestChunkingDoesNotChangeResults compares with tiny pieces and few work
-// items per tensor, so that items span many pieces and tensors many items.
-func TestChunkingDoesNotChangeResults(t *testing.T) {
+// TestBlockingDoesNotChangeResults compares with tiny blocks, so that
+// tensors span many, and with several workers: the statistics must be
+// bitwise the same as with one worker and large blocks, since blocks are
+// fixed by the headers and merged in order.
+func TestBlockingDoesNotChangeResults(t *testing.T) {
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
-	exp := export(t, mapTensors(bf16, func(x safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 9) }), nil)
+	exp := export(t, mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 9) }), nil)
 	pub := published(t)
-	want, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{})
-	defer func(c, m uint64) { chunkElems, maxParts = c, m }(chunkElems, maxParts)
-	chunkElems, maxParts = 16, 3
-	got, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: 3})
-	for i, w := range want.Tensors {
-		g := got.Tensors[i]
-		if g.Key != w.Key || g.Mismatches != w.Mismatches || g.MaxAbsDiff != w.MaxAbsDiff || !slices.Equal(g.MaxAt, w.MaxAt) ||
-			math.Abs(float64(g.RelL2-w.RelL2)) > 1e-12 || math.Abs(float64(g.Cosine-w.Cosine)) > 1e-12 {
-			t.Errorf("%s: chunked %+v\nwhole %+v", w.Key, g, w)
+	defer func(b uint64) { blockElems = b }(blockElems)
+	blockElems = 16
+	want, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: 1, ReadAhead: 1})
+	for _, workers := range []int{2, 3, 8} {
+		got, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: workers, ReadAhead: workers})
+		if !reflect.DeepEqual(got.Tensors, want.Tensors) {
+			t.Errorf("%d workers: statistics differ from 1 worker", workers)
 		}
 	}
-	// Pass 1 stops at a tensor's first differing piece: smaller pieces, less read.
-	if got.BytesRead > want.BytesRead {
-		t.Errorf("read %d bytes chunked, %d whole", got.BytesRead, want.BytesRead)
+	// Larger blocks sum in another order: equal within rounding.
+	blockElems = 1 << 18
+	whole, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{})
+	for i, w := range whole.Tensors {
+		g := want.Tensors[i]
+		if g.Key != w.Key || g.Mismatches != w.Mismatches || g.MaxAbsDiff != w.MaxAbsDiff || !slices.Equal(g.MaxAt, w.MaxAt) ||
+			math.Abs(float64(g.RelL2-w.RelL2)) > 1e-12 || math.Abs(float64(g.Cosine-w.Cosine)) > 1e-12 {
+			t.Errorf("%s: small blocks %+v\nlarge %+v", w.Key, g, w)
+		}
 	}
 }
 
-func TestValuesSkipInvalidShards(t *testing.T) {
-	exp := export(t, fixture.Tiny.Tensors(safetensors.BF16), nil)
-	p := filepath.Join(exp, "model-00001-of-00001.safetensors")
-	st, _ := os.Stat(p)
-	os.Truncate(p, st.Size()-100)
-	rep, fs := compareValues(t, published(t), exp, DiffOptions{}, ValueOptions{})
-	if rep.Compared != 0 || rep.Skipped != len(fixture.Tiny.Specs()) || len(fs) != 0 ||
-		!strings.Contains(rep.Tensors[0].Skipped, "failed validation") {
-		t.Errorf("%+v %v", rep, fs)
+// TestValuesInvalidShards: a truncated export is not compared (its keys are
+// "not compared", never missing); an export with trailing bytes still has
+// all its data, so it is compared and keeps its error.
+func TestValuesInvalidShards(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		resize   int64
+		compared int
+		code     Code
+	}{
+		{"truncated", -100, 0, CodeNotCompared},
+		{"trailing bytes", 64, len(fixture.Tiny.Specs()), CodeMetadataIncompleteBuffer},
+	} {
+		exp := export(t, fixture.Tiny.Tensors(safetensors.BF16), nil)
+		p := filepath.Join(exp, "model-00001-of-00001.safetensors")
+		st, _ := os.Stat(p)
+		os.Truncate(p, st.Size()+tt.resize)
+		d := diffPaths(t, published(t), exp, DiffOptions{})
+		rep, err := d.CompareValues(context.Background(), ValueOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := codesOf(d.Findings)
+		if rep.Compared != tt.compared || codes[tt.code] == 0 || codes[CodeMissingKey] != 0 || len(rep.Findings) != 0 {
+			t.Errorf("%s: compared %d, findings %v, value findings %v", tt.name, rep.Compared, codes, rep.Findings)
+		}
+	}
+}
+
+// TestProgress calls back from several workers at once (run under -race)
+// and ends with every byte accounted for.
+func TestProgress(t *testing.T) {
+	defer func(b uint64) { blockElems = b }(blockElems)
+	blockElems = 64
+	pub := published(t)
+	exp := export(t, mapTensors(fixture.Tiny.Tensors(safetensors.BF16), func(x fixture.Tensor) fixture.Tensor {
+		return fixture.Perturb(x, safetensors.F32, 1e-3, 3)
+	}), nil)
+	d := diffPaths(t, pub, exp, DiffOptions{})
+	var mu sync.Mutex
+	var calls int
+	var last, total int64
+	rep, err := d.CompareValues(context.Background(), ValueOptions{Workers: 4, ReadAhead: 4, Progress: func(done, all int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		last, total = max(last, done), all
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls < 10 || last != total || last != rep.BytesRead || total != d.ValueBytes() {
+		t.Errorf("%d calls, last %d of %d; read %d, value bytes %d", calls, last, total, rep.BytesRead, d.ValueBytes())
 	}
 }

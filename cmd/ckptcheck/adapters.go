@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/verify"
+	"github.com/ckptcheck/ckptcheck/report"
 )
 
 func adaptersCommand() *cli.Command {
@@ -24,27 +24,35 @@ func adaptersCommand() *cli.Command {
 				return err
 			}
 			w := cmd.Root().Writer
+			type entry struct {
+				Name     string   `json:"name"`
+				Doc      string   `json:"doc"`
+				Auto     string   `json:"auto"`
+				Families []string `json:"families,omitempty"`
+				Source   string   `json:"source,omitempty"`
+			}
+			describe := func(a *adapter.Adapter) entry {
+				return entry{Name: a.Name, Doc: a.Doc, Auto: a.Auto.String(), Families: a.Families}
+			}
 			if name := cmd.Args().First(); name != "" {
 				a, err := (&adapter.Registry{}).Lookup(name)
 				if err != nil {
-					return err
+					return usageError("%v", err)
+				}
+				if cmd.String("format") == "json" {
+					e := describe(a)
+					e.Source = a.Source
+					return writeJSON(w, e)
 				}
 				_, err = io.WriteString(w, a.Source)
 				return err
 			}
-			type entry struct {
-				Name     string   `json:"name"`
-				Doc      string   `json:"doc"`
-				Families []string `json:"families,omitempty"`
-			}
 			var list []entry
 			for _, a := range adapter.Presets() {
-				list = append(list, entry{a.Name, a.Doc, a.Families})
+				list = append(list, describe(a))
 			}
 			if cmd.String("format") == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+				return writeJSON(w, list)
 			}
 			rows := make([][]string, len(list))
 			for i, e := range list {
@@ -52,13 +60,19 @@ func adaptersCommand() *cli.Command {
 				if len(e.Families) > 0 {
 					doc += " [model_type " + strings.Join(e.Families, ", ") + "]"
 				}
-				rows[i] = []string{e.Name, doc}
+				rows[i] = []string{e.Name, e.Auto, doc}
 			}
-			if err := verify.WriteColumns(w, rows, ""); err != nil {
+			if err := report.Table(w, []string{"NAME", "AUTO", "MAPS"}, rows); err != nil {
 				return err
 			}
 			_, err := fmt.Fprintln(w, "\nChain them with commas (--adapter exported=torchtitan-hf,compile); `ckptcheck adapters NAME` prints a preset's rules.")
 			return err
 		},
 	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -22,15 +20,13 @@ func codesCommand() *cli.Command {
 			}
 			w := cmd.Root().Writer
 			if cmd.String("format") == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(verify.Codes)
+				return writeJSON(w, verify.Codes())
 			}
-			tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-			for _, c := range verify.Codes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Code, c.Severity, c.Doc)
+			var rows [][]string
+			for _, c := range verify.Codes() {
+				rows = append(rows, []string{string(c.Code), c.Severity.String(), c.Doc})
 			}
-			return tw.Flush()
+			return report.Table(w, []string{"CODE", "SEVERITY", "MEANING"}, rows)
 		},
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -26,17 +28,17 @@ func diffCommand() *cli.Command {
 			"differences. lm_head.weight absent on one side is fine when tie_word_embeddings says it is tied.",
 		Flags: []cli.Flag{
 			formatFlag, failOnFlag, verboseFlag,
-			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, SIDE=CHAIN (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default"},
-			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter written in the rule language (see `ckptcheck adapters`); it can be named in --adapter and auto considers it", TakesFile: true},
-			&cli.StringFlag{Name: "explain", Usage: "print how KEY (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
-			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove this prefix from exported names (repeatable, applied in order)"},
-			&cli.StringSliceFlag{Name: "rename", Usage: "rewrite exported names: 'REGEX=REPLACEMENT', Go regexp syntax with $1 groups (repeatable)"},
-			&cli.StringFlag{Name: "tied", Usage: "true or false: override tie_word_embeddings from config.json"},
-			&cli.StringFlag{Name: "dtype", Usage: "demand this dtype (bf16, f16, f32, ...) for every floating-point exported tensor; differences become errors"},
+			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
+			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
+			&cli.StringFlag{Name: "explain", Usage: "print how `KEY` (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
+			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove `PREFIX` from exported names (repeatable, applied in order)"},
+			&cli.StringSliceFlag{Name: "rename", Usage: "rewrite exported names with `REGEX=REPLACEMENT`, Go regexp syntax with $1 groups (repeatable)"},
+			&cli.StringFlag{Name: "tied", Usage: "override tie_word_embeddings from config.json: `true|false`"},
+			&cli.StringFlag{Name: "dtype", Usage: "demand `DTYPE` (bf16, f16, f32, ...) for every floating-point exported tensor; differences become errors"},
 			&cli.BoolFlag{Name: "values", Usage: "compare every matched tensor's values element by element (reads all the data)"},
-			&cli.FloatFlag{Name: "atol", Usage: "with --values: absolute tolerance, |e - p| <= atol + rtol*|p|"},
-			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance"},
-			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON file of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
+			&cli.FloatFlag{Name: "atol", Usage: "with --values: absolute tolerance `A`, |e - p| <= atol + rtol*|p|"},
+			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance `R`"},
+			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON `FILE` of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 		},
 		Action: runDiff,
@@ -57,11 +59,11 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	}
 	// Both sides' headers are read at once: on large checkpoints that is
 	// most of the work.
-	var cks [2]*safetensors.Checkpoint
+	var cks [2]*checkpoint.Checkpoint
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, path := range cmd.Args().Slice() {
-		wg.Go(func() { cks[i], errs[i] = safetensors.OpenCheckpoint(path) })
+		wg.Go(func() { cks[i], errs[i] = open(ctx, path, checkpoint.Options{}) })
 	}
 	wg.Wait()
 	for _, c := range cks {
@@ -72,13 +74,22 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	if err := errors.Join(errs[:]...); err != nil {
 		return err
 	}
-	d := verify.Diff(cks[0], cks[1], opt)
-	if key := cmd.String("explain"); key != "" {
-		return explain(cmd.Root().Writer, cmd.String("format"), key, d)
+	d, err := verify.Diff(ctx, cks[0], cks[1], opt)
+	if err != nil {
+		return err
 	}
-	inputs := []verify.Input{describe(cks[0], verify.Published), describe(cks[1], verify.Exported)}
-	for i := range inputs {
-		inputs[i].Adapter = d.Views[i].Adapter
+	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
+	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
+	if key := cmd.String("explain"); key != "" {
+		rep := verify.NewReport("diff", failOn(cmd), inputs, nil)
+		rep.Explanation = d.Explain(key)
+		if err := emit(cmd, rep, report.Options{}); err != nil {
+			return err
+		}
+		if !rep.Explanation.Found() {
+			return fmt.Errorf("no tensor %q on either side", key)
+		}
+		return nil
 	}
 	findings := d.Findings
 	var values *verify.ValueReport
@@ -88,20 +99,21 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		if bar != nil {
 			vopt.Progress = bar.update
 		}
-		vals, more, err := d.CompareValues(ctx, vopt)
+		values, err = d.CompareValues(ctx, vopt)
 		bar.finish()
 		if err != nil {
-			if ctx.Err() != nil {
-				return errors.New("interrupted")
-			}
 			return err
 		}
-		values = vals
-		findings = append(findings, more...)
+		findings = append(findings, values.Findings...)
+	}
+	for _, c := range cks {
+		if err := c.Unchanged(); err != nil {
+			return err
+		}
 	}
 	rep := verify.NewReport("diff", failOn(cmd), inputs, findings)
 	rep.Values = values
-	return emit(cmd, rep)
+	return emit(cmd, rep, report.Options{})
 }
 
 // valuePolicy builds the value policy from --policy, --atol and --rtol;
@@ -154,11 +166,11 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 	}
 	opt.User = reg.User()
 	for _, spec := range cmd.StringSlice("adapter") {
-		side, chain := 1, spec
+		side, chain := &opt.Exported, spec
 		if s, c, ok := strings.Cut(spec, "="); ok {
-			switch s {
+			switch verify.Side(s) {
 			case verify.Published:
-				side = 0
+				side = &opt.Published
 			case verify.Exported:
 			default:
 				return opt, usageError("--adapter %q: side must be published or exported", spec)
@@ -166,14 +178,14 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 			chain = c
 		}
 		if chain == "auto" {
-			opt.Fixed[side] = false
+			side.Fixed = false
 			continue
 		}
 		c, err := reg.ParseChain(chain)
 		if err != nil {
 			return opt, usageError("--adapter: %v", err)
 		}
-		opt.Adapters[side], opt.Fixed[side] = c, true
+		side.Chain, side.Fixed = c, true
 	}
 	var extra adapter.Chain
 	for _, p := range cmd.StringSlice("strip-prefix") {
@@ -186,7 +198,7 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 		}
 		extra = append(extra, a)
 	}
-	opt.Extra[1] = extra
+	opt.Exported.Extra = extra
 	switch t := cmd.String("tied"); t {
 	case "":
 	case "true", "false":
@@ -196,23 +208,11 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 		return opt, usageError("--tied must be true or false, not %q", t)
 	}
 	if name := cmd.String("dtype"); name != "" {
-		d, ok := parseDTypeFlag(name)
+		d, ok := safetensors.LookupDType(name)
 		if !ok {
 			return opt, usageError("--dtype %q: unknown dtype", name)
 		}
 		opt.DType = &d
 	}
 	return opt, nil
-}
-
-// parseDTypeFlag accepts header names in any case and torch's names:
-// bf16, bfloat16, f32, float32, fp16, float16, half, ...
-func parseDTypeFlag(name string) (safetensors.DType, bool) {
-	aliases := map[string]string{"bfloat16": "BF16", "float32": "F32", "float": "F32", "fp32": "F32",
-		"float16": "F16", "half": "F16", "fp16": "F16", "float64": "F64", "double": "F64", "fp64": "F64",
-		"fp8": "F8_E4M3", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
-	if a, ok := aliases[strings.ToLower(name)]; ok {
-		name = a
-	}
-	return safetensors.ParseDType(strings.ToUpper(name))
 }

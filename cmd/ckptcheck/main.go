@@ -7,10 +7,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
+	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -23,13 +28,19 @@ const (
 )
 
 func main() {
-	// ckptcheck's heap is headers and bounded buffers, tens of MB even for
-	// large MoE checkpoints: collect only as it nears 1 GiB. A collection
-	// cycle costs as much as a tenth of a header-only diff.
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(1 << 30)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	setMemoryLimit(os.Getenv, "/sys/fs/cgroup")
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first Ctrl-C stops the work (every phase checks ctx); a second
+	// one exits at once.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		cancel()
+		<-sig
+		fmt.Fprintln(os.Stderr, "ckptcheck: interrupted")
+		os.Exit(exitTrouble)
+	}()
 	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr))
 }
 
@@ -46,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Usage errors, unreadable inputs, and the library's own errors
 		// (an unknown command is its exit 3) all mean ckptcheck could not
 		// do its job.
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
 		fmt.Fprintln(stderr, "ckptcheck: "+err.Error())
 		return exitTrouble
 	}
@@ -55,18 +69,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // above the threshold: exit status 1, nothing more to say.
 var errFindings = errors.New("findings at or above --fail-on")
 
+func init() {
+	// --version only: -v is --verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and exit", HideDefault: true, Local: true}
+	cli.VersionPrinter = func(cmd *cli.Command) {
+		fmt.Fprintf(cmd.Root().Writer, "ckptcheck %s\n", cmd.Root().Version)
+	}
+}
+
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{
 		Name:      "ckptcheck",
 		Usage:     "verify Hugging Face safetensors checkpoints",
+		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
+		// -vq is -v -q.
+		UseShortOptionHandling: true,
+		// Repeatable flags take each value whole: an adapter chain or a
+		// regexp holds commas.
+		DisableSliceFlagSeparator: true,
 		// Errors are turned into exit statuses by run, not by the library.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-			return usageError("%v", err)
+			return usageError("%s", flagNames(err.Error()))
 		},
 		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), adaptersCommand(), codesCommand()},
+	}
+	// Without a command, or with an unknown one, say so and exit 2.
+	app.Action = func(ctx context.Context, cmd *cli.Command) error {
+		if cmd.NArg() == 0 {
+			cli.ShowRootCommandHelp(cmd)
+			return usageError("no command given")
+		}
+		name := cmd.Args().First()
+		msg := fmt.Sprintf("unknown command %q", name)
+		if s := suggest(name, cmd.Commands); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		return usageError("%s (commands: diff, validate, inspect, adapters, codes)", msg)
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page
@@ -79,22 +120,92 @@ func usageError(format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
+// flagRef matches the library's single-dash flag names in its errors.
+var flagRef = regexp.MustCompile(`(flag|defined:) -([a-z][a-z-]+)`)
+
+// flagNames writes flags in errors as users type them: --fail-on.
+func flagNames(msg string) string {
+	msg = flagRef.ReplaceAllString(msg, "$1 --$2")
+	return strings.Replace(msg, "flag provided but not defined:", "unknown flag", 1)
+}
+
+// suggest returns the command closest to a mistyped one, or "".
+func suggest(name string, cmds []*cli.Command) string {
+	best, bestDist := "", 3
+	for _, c := range cmds {
+		if c.Name == "help" {
+			continue
+		}
+		if d := editDistance(name, c.Name); d < bestDist || (strings.HasPrefix(c.Name, name) && len(name) >= 3) {
+			best, bestDist = c.Name, min(d, bestDist)
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short words.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// version is the module version and VCS revision the binary was built from.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (" + rev[:min(12, len(rev))] + modified + ")"
+	}
+	return v + " " + info.GoVersion
+}
+
 var formatFlag = &cli.StringFlag{
 	Name:  "format",
 	Value: "text",
-	Usage: "output format: text or json",
+	Usage: "output `FORMAT`: text or json",
 	Validator: func(s string) error {
-		if s != "text" && s != "json" {
-			return fmt.Errorf("--format must be text or json, not %q", s)
+		for _, f := range report.Formats() {
+			if f == s {
+				return nil
+			}
 		}
-		return nil
+		return fmt.Errorf("--format must be text or json, not %q", s)
 	},
 }
 
 var failOnFlag = &cli.StringFlag{
 	Name:  "fail-on",
 	Value: "error",
-	Usage: "exit 1 when a finding is at or above this severity: error, warning, info or never",
+	Usage: "exit 1 when a finding is at or above `SEVERITY`: error, warning, info or never",
 	Validator: func(s string) error {
 		_, err := verify.ParseSeverity(s)
 		return err
@@ -104,14 +215,9 @@ var failOnFlag = &cli.StringFlag{
 var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every finding instead of collapsing repeats"}
 
 // emit prints a report in the chosen format and turns it into an exit status.
-func emit(cmd *cli.Command, r *verify.Report) error {
-	var err error
-	if cmd.String("format") == "json" {
-		err = r.WriteJSON(cmd.Root().Writer)
-	} else {
-		err = r.WriteText(cmd.Root().Writer, cmd.Bool("verbose"))
-	}
-	if err != nil {
+func emit(cmd *cli.Command, r *verify.Report, opt report.Options) error {
+	opt.Verbose = opt.Verbose || cmd.Bool("verbose")
+	if err := report.Write(cmd.Root().Writer, cmd.String("format"), r, opt); err != nil {
 		return err
 	}
 	if !r.OK {
@@ -131,4 +237,9 @@ func needArgs(cmd *cli.Command, min, max int, names string) error {
 		return usageError("usage: ckptcheck %s %s", cmd.Name, names)
 	}
 	return nil
+}
+
+// open opens a checkpoint, with the options the command line gives.
+func open(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint.Checkpoint, error) {
+	return checkpoint.Open(ctx, path, opt)
 }

@@ -5,7 +5,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -24,30 +25,19 @@ func validateCommand() *cli.Command {
 			var inputs []verify.Input
 			var findings []verify.Finding
 			for _, path := range cmd.Args().Slice() {
-				c, err := safetensors.OpenCheckpoint(path)
+				c, err := open(ctx, path, checkpoint.Options{})
 				if err != nil {
 					return err
 				}
-				inputs = append(inputs, describe(c, ""))
+				inputs = append(inputs, verify.DescribeInput(c, ""))
 				findings = append(findings, verify.Validate(c)...)
+				err = c.Unchanged()
 				c.Close()
+				if err != nil {
+					return err
+				}
 			}
-			return emit(cmd, verify.NewReport("validate", failOn(cmd), inputs, findings))
+			return emit(cmd, verify.NewReport("validate", failOn(cmd), inputs, findings), report.Options{})
 		},
 	}
-}
-
-// describe is a checkpoint as the report lists it.
-func describe(c *safetensors.Checkpoint, side string) verify.Input {
-	in := verify.Input{Side: side, Path: c.Path, Tensors: c.NumTensors(), Files: []string{}}
-	if c.Index != nil {
-		in.Index = c.Index.Path
-	}
-	if c.Config != nil {
-		in.Config = c.Config.Path
-	}
-	for _, s := range c.Shards {
-		in.Files = append(in.Files, s.Name)
-	}
-	return in
 }

@@ -1,0 +1,161 @@
+package adapter
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"doc no name", "no name line"},
+		{"name x\nname y", "a second name line"},
+		{"name x\nauto sometimes", "auto takes one of never, wrapper, structural"},
+		{"name x\nauto wrapper\nauto never", "a second auto line"},
+		{"name x\norder first", "order takes an integer"},
+		{"name x\nfrobnicate a b", `unknown rule "frobnicate"`},
+		{"name x\nrename a", "takes 2 arguments, not 1"},
+		{"name x\nrename a b c", "takes 2 arguments, not 3"},
+		{"name x\nrename a.{i} b.{j}", "uses {j}, which the pattern does not capture"},
+		{"name x\nrename a.{i}.{i} b.{i}", "captures {i} twice"},
+		{"name x\nrename layers.{i}.* b.{i}", "a glob cannot capture {i}"},
+		{"name x\npermute a b", "needs heads="},
+		{"name x\npermute a b heads=2 heads=2", "heads= given twice"},
+		{"name x\nsplit a b c sizes=1", "1 sizes for 2 outputs"},
+		{"name x\nsplit a b c dim=-1", "want a dimension number"},
+		{"name x\nsplit a b c groups=2*", "ends early"},
+		{"name x\nsplit a b c groups=2**3", "unexpected *"},
+		{"name x\nsplit a b c groups=(2)", "unexpected"},
+		{"name x\nsplit a b c heads=2", "takes no heads= option"},
+		{"name x\nsplit a b c sizes=99999999999999999999,1", "not an int64"},
+		{"name x\nunstack a.{e} b.{e}", "unstack binds to the slice"},
+		{"name x\nregex ( y", "missing closing )"},
+		{"name x\ndrop a", "takes 2 or more arguments, not 1"},
+		{"name x\ndrop a # a comment is no reason", "takes 2 or more arguments, not 1"},
+		{"name x\nconcat a b", "two or more sources"},
+		{"name x\nconcat a+a ab", "given twice"},
+		{"name x\nconcat a.{i}+b c", "capture different names"},
+		{"name x\nconcat a.*+b c", "cannot be a glob"},
+		{"name x\nignore", "takes 1 arguments, not 0"},
+		{"name x\nstrip-prefix a b", "takes 1 arguments, not 2"},
+		{"name x\nrename a b\n\xff", "not UTF-8"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("test", tt.src)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}
+
+// TestParseWords: how lines split into words, comments and options.
+func TestParseWords(t *testing.T) {
+	tests := []struct {
+		name, src string
+		check     func(a *Adapter) bool
+	}{
+		{"directives", "# comment\nname x # trailing\ndoc one\ndoc two\nfamily llama mistral\nrename a b",
+			func(a *Adapter) bool {
+				return a.Name == "x" && a.Doc == "one two" && slices.Equal(a.Families, []string{"llama", "mistral"}) && len(a.rules) == 1
+			}},
+		{"tabs", "name\tx\ndoc\ttabbed\t\ttext\nrename\ta\t\tb\t# note\nauto\twrapper\norder\t-3",
+			func(a *Adapter) bool {
+				return a.Name == "x" && a.Doc == "tabbed text" && a.Auto == AutoWrapper && a.Order == -3 &&
+					a.rules[0].dst[0].text == "b" && a.rules[0].text == "rename a b"
+			}},
+		{"crlf", "name x\r\nrename a b\r\n", func(a *Adapter) bool { return a.Name == "x" && a.rules[0].dst[0].text == "b" }},
+		{"comment without a space", "#comment\nname x #trailing", func(a *Adapter) bool { return a.Name == "x" }},
+		{"# inside a regex", "name x\nregex ^a#b$ c#d", func(a *Adapter) bool {
+			return a.rules[0].re.String() == "^a#b$" && a.rules[0].repl == "c#d"
+		}},
+		{"# words in doc text", "name x\ndoc see #12 and #13 # not this\ndoc #14", func(a *Adapter) bool {
+			return a.Doc == "see #12 and #13 #14"
+		}},
+		{"# words in a drop reason", "name x\ndrop a see #12 # note", func(a *Adapter) bool { return a.rules[0].reason == "see #12" }},
+		{"= in a regex replacement", "name x\nregex ^(a)=(b)$ $2=$1", func(a *Adapter) bool { return a.rules[0].repl == "$2=$1" }},
+		{"= in a template", "name x\nrename a b=c", func(a *Adapter) bool { return a.rules[0].dst[0].text == "b=c" }},
+		{"= in a split output", "name x\nsplit a k=1 v=2 dim=1", func(a *Adapter) bool {
+			r := a.rules[0]
+			return len(r.dst) == 2 && r.dst[0].text == "k=1" && r.dim == 1
+		}},
+		{"options in any order", "name x\nsplit a q k v sizes=2,1,1 groups=num_key_value_heads dim=1", func(a *Adapter) bool {
+			r := a.rules[0]
+			return len(r.dst) == 3 && len(r.sizes) == 3 && r.groups.text == "num_key_value_heads" && r.dim == 1
+		}},
+		{"auto by default", "name x", func(a *Adapter) bool { return a.Auto == AutoStructural && a.Order == 0 }},
+		{"rule text", "name x\nrename   a    b   # note", func(a *Adapter) bool { return a.rules[0].where == "x:2: rename a b" }},
+		{"glob patterns", "name x\nignore *rotary?emb*", func(a *Adapter) bool {
+			return a.rules[0].src[0].glob != nil && a.rules[0].src[0].glob.Match("model.rotary_emb.inv_freq")
+		}},
+	}
+	for _, tt := range tests {
+		a, err := Parse("test", tt.src)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if !tt.check(a) {
+			t.Errorf("%s: parsed %+v, rules %+v", tt.name, a, a.rules)
+		}
+	}
+}
+
+// TestRuleSpecs keeps the table whole: every rule kind has a spec, and
+// every option a spec names has a parser.
+func TestRuleSpecs(t *testing.T) {
+	kinds := map[opKind]bool{}
+	for word, spec := range ruleSpecs {
+		kinds[spec.kind] = true
+		if spec.build == nil || spec.min < 1 || (spec.max >= 0 && spec.max < spec.min) {
+			t.Errorf("%s: spec %+v", word, spec)
+		}
+		for _, o := range append(slices.Clone(spec.options), spec.required...) {
+			if optionSpecs[o] == nil || !slices.Contains(spec.options, o) {
+				t.Errorf("%s: option %s has no parser or is required but not taken", word, o)
+			}
+		}
+	}
+	for k := opStripPrefix; k <= opIgnore; k++ {
+		if !kinds[k] {
+			t.Errorf("rule kind %d has no spec", k)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, a := range Presets() {
+		f.Add(a.Source)
+	}
+	f.Add("name x\nconcat a.{i}+b.{i} c.{i} dim=1\nsplit c.{i} d e groups=2 sizes=1,1\npermute * z heads=num_attention_heads")
+	f.Add("name x\tdoc #1 # 2\nregex ^a#b$ $1=c\nunstack x a.{e} b.{e} sizes=hidden_size-1,1")
+	f.Fuzz(func(t *testing.T, src string) {
+		a, err := Parse("fuzz", src)
+		if err != nil {
+			if a != nil {
+				t.Fatal("an adapter with an error")
+			}
+			return
+		}
+		if a.Name == "" || a.Source != src {
+			t.Fatalf("parsed %+v", a)
+		}
+		in := infos("layers.0.attention.wq.weight", "a.b.c", "x", "a", "b", "c")
+		in[2].Shape = []uint64{4, 2, 2}
+		v := Chain{a}.ApplyLimit(in, Env{"num_attention_heads": 1, "hidden_size": 2}, 64)
+		if len(v.Tensors) > 64 {
+			t.Fatalf("%d tensors past the limit", len(v.Tensors))
+		}
+		// Every segment lies inside its physical tensor, and every rule
+		// named is the adapter's.
+		for _, lt := range v.Tensors {
+			for _, sg := range lt.Segments {
+				if sg.Source < 0 || sg.Source >= len(in) || sg.Length == 0 || sg.Offset+sg.Length > in[sg.Source].Size() {
+					t.Fatalf("%s: segment %+v outside its source", lt.Name, sg)
+				}
+			}
+			if lt.Rule != "" && !strings.HasPrefix(lt.Rule, a.Name+":") {
+				t.Fatalf("%s: rule %q", lt.Name, lt.Rule)
+			}
+		}
+	})
+}

@@ -1,0 +1,471 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// maxJSONFile bounds index.json and config.json reads. The largest published
+// indexes (600B-parameter models, ~100k tensors) are about 10 MB.
+const maxJSONFile = 256 << 20
+
+// A Checkpoint is a set of safetensors files read as one model: a single
+// file, or the shards an index names, with the config.json beside them.
+// Only headers are read when it is opened; tensor bytes are read on demand
+// through each Shard's File.
+type Checkpoint struct {
+	// Path is the path the checkpoint was opened from, as given.
+	Path string
+	// Source is where its files are read from; names are relative to it.
+	Source Source
+	// Hub is set when Path was a repo id resolved in the local hub cache.
+	Hub *HubRef
+	// Variant is the variant read ("fp16" for model.fp16.safetensors), ""
+	// for the plain model.safetensors; Variants lists the others present,
+	// which are separate checkpoints.
+	Variant  string
+	Variants []string
+	// Index is the *.safetensors.index.json, nil when there is none.
+	Index *Index
+	// Config is config.json beside the files, nil when there is none.
+	Config *Config
+	// Shards are the files of the checkpoint, sorted by name: those the index
+	// names, or without an index every *.safetensors file (or the one file).
+	Shards []*Shard
+	// Unreferenced lists *.safetensors files beside the index that the
+	// index does not name; they are not opened.
+	Unreferenced []string
+	// PartOf is set when a single file was opened that an index beside it
+	// names: the file is one shard of a larger checkpoint.
+	PartOf *Index
+
+	files []File
+}
+
+// A Shard is one file of a checkpoint.
+type Shard struct {
+	// Name is the file's name in the checkpoint (as the index names it,
+	// cleaned); Path is how reports name it.
+	Name, Path string
+	// File is the open file, readable: nil when the shard is missing,
+	// refused, or its header or layout is invalid. A file whose only fault
+	// is trailing bytes is readable, with Err set.
+	File *safetensors.File
+	// Err is the file's format error, a *safetensors.FormatError.
+	Err error
+	// Missing says why the shard is absent ("" when present): the index
+	// names a file that does not exist, or a symlink points at nothing.
+	Missing string
+	// Unsafe says why the index's name for it was never opened.
+	Unsafe string
+}
+
+// Header is the shard's header as parsed, even when its layout is invalid;
+// nil when the header itself did not parse or the shard was not opened.
+func (s *Shard) Header() *safetensors.File {
+	if s.File != nil {
+		return s.File
+	}
+	var fe *safetensors.FormatError
+	if errors.As(s.Err, &fe) {
+		return fe.File
+	}
+	return nil
+}
+
+// Options say which checkpoint to open at a path.
+type Options struct {
+	// Variant selects model.<variant>.safetensors files in a directory
+	// holding several variants; "" is the plain model.safetensors.
+	Variant string
+}
+
+// Open opens the checkpoint at path: a .safetensors file (of any name), a
+// *.safetensors.index.json, a directory, or a Hugging Face repo id
+// "org/name[@revision]" found in the local hub cache. A path that exists
+// always wins over a repo id.
+//
+// It returns an error when there is nothing to check, or when a file it
+// needs cannot be read (missing path, permissions, an I/O error, a FIFO or
+// device, a symlink loop): ckptcheck could not do its job. Problems with
+// the files' contents, and files the index names that do not exist, are
+// recorded in the Checkpoint for the checks to report.
+func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
+	c := &Checkpoint{Path: path}
+	resolved := path
+	st, err := os.Stat(path)
+	if err != nil && errors.Is(err, fs.ErrNotExist) && LooksLikeRepoID(path) {
+		if _, lerr := os.Lstat(path); lerr != nil { // a dangling symlink is a path, not a repo id
+			if resolved, c.Hub, err = ResolveHub(path); err != nil {
+				return nil, err
+			}
+			st, err = os.Stat(resolved)
+		}
+	}
+	if err != nil {
+		return nil, pathError(path, err)
+	}
+	var indexName string
+	var names []string
+	switch {
+	case st.IsDir():
+		c.Source = Dir(resolved)
+		if indexName, names, err = c.chooseFiles(ctx, opt.Variant); err != nil {
+			return nil, err
+		}
+	case strings.HasSuffix(resolved, ".index.json"):
+		c.Source, indexName = Dir(filepath.Dir(resolved)), filepath.Base(resolved)
+	default:
+		if !st.Mode().IsRegular() {
+			return nil, pathError(path, errors.New(nonRegular(st.Mode())))
+		}
+		c.Source, names = Dir(filepath.Dir(resolved)), []string{filepath.Base(resolved)}
+	}
+	if err := c.readConfig(ctx); err != nil {
+		return nil, err
+	}
+	if indexName == "" {
+		if len(names) == 1 && !st.IsDir() {
+			c.PartOf = c.indexNaming(ctx, names[0])
+		}
+		return c, c.openShards(ctx, names, st.IsDir())
+	}
+	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
+	if err != nil && !tooLarge(err) {
+		return nil, pathError(c.Source.Path(indexName), err)
+	}
+	c.Index = ParseIndex(b)
+	if err != nil {
+		c.Index = &Index{Err: err}
+	}
+	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
+	if c.Index.Err != nil {
+		// Fall back to the folder's files of this variant.
+		_, names, lerr := c.listShards(ctx, opt.Variant)
+		if lerr != nil && !errors.Is(lerr, ErrNotListable) {
+			return nil, lerr
+		}
+		return c, c.openShards(ctx, names, true)
+	}
+	named := c.Index.ShardNames()
+	if _, inDir, err := c.listShards(ctx, c.Variant); err == nil {
+		for _, n := range inDir {
+			if _, ok := slices.BinarySearch(named, n); !ok {
+				c.Unreferenced = append(c.Unreferenced, n)
+			}
+		}
+	} else if !errors.Is(err, ErrNotListable) {
+		return nil, err
+	}
+	return c, c.openShards(ctx, named, false)
+}
+
+// variantName matches transformers' variant file names: model.fp16.safetensors,
+// model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
+var (
+	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?\.safetensors$`)
+	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.safetensors\.index\.([A-Za-z0-9_]+)\.json$`)
+)
+
+func variantOf(name string) string {
+	if m := variantShard.FindStringSubmatch(name); m != nil {
+		return m[2]
+	}
+	if m := variantIndex.FindStringSubmatch(name); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
+// listShards lists the *.safetensors files of a variant in the source, and
+// the variants present.
+func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, names []string, err error) {
+	entries, err := c.Source.List(ctx)
+	if err != nil {
+		if errors.Is(err, ErrNotListable) {
+			return nil, nil, err
+		}
+		return nil, nil, pathError(c.Source.Path("."), err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name, ".safetensors") {
+			continue
+		}
+		v := variantOf(e.Name)
+		if !seen[v] {
+			seen[v] = true
+			variants = append(variants, v)
+		}
+		if v == variant {
+			names = append(names, e.Name)
+		}
+	}
+	slices.Sort(variants)
+	slices.Sort(names)
+	return variants, names, nil
+}
+
+// chooseFiles picks, in a directory, the index and shards of the variant
+// asked for (the plain one by default, or the only one there is).
+func (c *Checkpoint) chooseFiles(ctx context.Context, variant string) (index string, names []string, err error) {
+	entries, err := c.Source.List(ctx)
+	if err != nil {
+		return "", nil, pathError(c.Source.Path("."), err)
+	}
+	indexes := map[string]string{} // variant -> index name
+	var otherIndexes []string
+	for _, e := range entries {
+		switch {
+		case variantIndex.MatchString(e.Name):
+			indexes[variantOf(e.Name)] = e.Name
+		case e.Name == "model.safetensors.index.json" || e.Name == "diffusion_pytorch_model.safetensors.index.json":
+			indexes[""] = e.Name
+		case strings.HasSuffix(e.Name, ".safetensors.index.json"):
+			otherIndexes = append(otherIndexes, e.Name)
+		}
+	}
+	variants, _, err := c.listShards(ctx, variant)
+	if err != nil {
+		return "", nil, err
+	}
+	for v := range indexes {
+		if !slices.Contains(variants, v) {
+			variants = append(variants, v)
+		}
+	}
+	slices.Sort(variants)
+	if variant == "" && !slices.Contains(variants, "") && len(variants) == 1 {
+		variant = variants[0] // only a variant: that is the checkpoint
+	}
+	if variant != "" && !slices.Contains(variants, variant) {
+		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, listOrNone(quoteVariants(variants)))
+	}
+	c.Variant = variant
+	for _, v := range variants {
+		if v != variant {
+			c.Variants = append(c.Variants, v)
+		}
+	}
+	if idx, ok := indexes[variant]; ok {
+		return idx, nil, nil
+	}
+	if variant == "" && len(otherIndexes) > 0 {
+		slices.Sort(otherIndexes)
+		return otherIndexes[0], nil, nil
+	}
+	_, names, err = c.listShards(ctx, variant)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(names) == 0 {
+		return "", nil, fmt.Errorf("%s: no *.safetensors files and no index", c.Path)
+	}
+	return "", names, nil
+}
+
+func quoteVariants(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v
+		if v == "" {
+			out[i] = "(plain)"
+		}
+	}
+	return out
+}
+
+// indexNaming returns the index beside a single file that names it, if any.
+func (c *Checkpoint) indexNaming(ctx context.Context, name string) *Index {
+	entries, err := c.Source.List(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name, ".index.json") || !strings.Contains(e.Name, ".safetensors.index") {
+			continue
+		}
+		b, err := readSmall(ctx, c.Source, e.Name, maxJSONFile)
+		if err != nil {
+			continue
+		}
+		idx := ParseIndex(b)
+		if idx.Err == nil && slices.Contains(idx.ShardNames(), name) {
+			idx.Name, idx.Path = e.Name, c.Source.Path(e.Name)
+			return idx
+		}
+	}
+	return nil
+}
+
+func (c *Checkpoint) readConfig(ctx context.Context) error {
+	b, err := readSmall(ctx, c.Source, "config.json", maxJSONFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil && tooLarge(err):
+		c.Config = &Config{Err: err}
+	case err != nil:
+		return pathError(c.Source.Path("config.json"), err)
+	default:
+		c.Config = ParseConfig(b)
+	}
+	c.Config.Name, c.Config.Path = "config.json", c.Source.Path("config.json")
+	return nil
+}
+
+// errTooLarge marks a JSON file over maxJSONFile: a finding, not trouble.
+var errTooLarge = errors.New("too large")
+
+func tooLarge(err error) bool { return errors.Is(err, errTooLarge) }
+
+// openShards opens every shard's header, a few at a time: header reads are
+// small and dominated by I/O latency on cold or remote storage. listed says
+// the names came from listing the source (a dangling symlink is then a
+// missing shard found in a directory, not one an index names).
+func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool) error {
+	c.Shards = make([]*Shard, len(names))
+	c.files = make([]File, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4*runtime.GOMAXPROCS(0))
+	for i, name := range names {
+		s := &Shard{Name: name, Path: c.Source.Path(name)}
+		c.Shards[i] = s
+		if reason := UnsafeName(name); reason != "" && c.Index != nil {
+			s.Unsafe, s.Path = reason, name
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f, err := c.Source.Open(ctx, name)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				s.Missing = c.missingReason(name, listed)
+				return
+			case err != nil:
+				errs[i] = pathError(s.Path, err)
+				return
+			}
+			c.files[i] = f
+			s.File, s.Err = safetensors.NewFile(f, f.Size())
+			var fe *safetensors.FormatError
+			if errors.As(s.Err, &fe) && fe.Trailing() {
+				s.File = fe.File
+			} else if s.Err != nil && !errors.As(s.Err, &fe) {
+				errs[i] = pathError(s.Path, s.Err) // an I/O error reading the header
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		c.Close()
+	}
+	return err
+}
+
+func (c *Checkpoint) missingReason(name string, listed bool) string {
+	dangling := false
+	if _, err := os.Lstat(c.Source.Path(name)); err == nil {
+		dangling = true
+	}
+	switch {
+	case dangling && inHubCache(c.Source.Path(name)):
+		return "a symlink in the hub cache that points at no blob: an interrupted download (re-run the download)"
+	case dangling:
+		return "a symlink that points at nothing"
+	case listed:
+		return "the file disappeared while it was opened"
+	}
+	return "the index names it, but there is no such file"
+}
+
+// pathError is one line naming the path and the cause.
+func pathError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", path, pe.Err)
+	}
+	if strings.HasPrefix(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+func nonRegular(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO, not a regular file"
+	case m&fs.ModeDevice != 0:
+		return "a device, not a regular file"
+	}
+	return "not a regular file"
+}
+
+// Close closes every file.
+func (c *Checkpoint) Close() error {
+	var errs []error
+	for i, f := range c.files {
+		if f != nil {
+			errs = append(errs, f.Close())
+			c.files[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unchanged reports an error when a file changed since it was opened, as a
+// trainer still saving asynchronously would.
+func (c *Checkpoint) Unchanged() error {
+	for _, f := range c.files {
+		if f != nil {
+			if err := f.Unchanged(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// NumTensors counts the tensors of every shard whose header parsed.
+func (c *Checkpoint) NumTensors() int {
+	n := 0
+	for _, s := range c.Shards {
+		if h := s.Header(); h != nil {
+			n += len(h.Tensors)
+		}
+	}
+	return n
+}
+
+// Tensor finds a readable tensor in the first shard that has it.
+func (c *Checkpoint) Tensor(name string) *safetensors.Tensor {
+	for _, s := range c.Shards {
+		if s.File != nil {
+			if t := s.File.Tensor(name); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
+}

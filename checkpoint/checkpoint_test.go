@@ -1,0 +1,358 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+func writeFile(t *testing.T, path string, tensors ...fixture.Tensor) {
+	t.Helper()
+	if err := fixture.WriteFile(path, tensors, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vec(name string, n int) fixture.Tensor {
+	return fixture.Tensor{Name: name, DType: safetensors.F32, Shape: []uint64{uint64(n)}, Data: make([]byte, 4*n)}
+}
+
+func open(t *testing.T, path string, opt checkpoint.Options) *checkpoint.Checkpoint {
+	t.Helper()
+	c, err := checkpoint.Open(context.Background(), path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestOpenForms(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("x", 2))
+	writeFile(t, filepath.Join(dir, "b.safetensors"), vec("y", 3))
+	index := `{"metadata":{"total_size":20},"weight_map":{"x":"a.safetensors","y":"./b.safetensors"}}`
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(index), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"qwen3","tie_word_embeddings":true,"torch_dtype":"bfloat16","text_config":{"vocab_size":7}}`), 0o644)
+
+	for _, p := range []string{dir, filepath.Join(dir, "model.safetensors.index.json")} {
+		c := open(t, p, checkpoint.Options{})
+		if c.Index == nil || c.Index.Err != nil || len(c.Shards) != 2 || c.NumTensors() != 2 || *c.Index.TotalSize != 20 {
+			t.Errorf("%s: %+v", p, c)
+		}
+		if c.Config == nil || c.Config.ModelType != "qwen3" || c.Config.TieWordEmbeddings == nil || !*c.Config.TieWordEmbeddings || c.Config.VocabSize != 7 || c.Config.DType != "bfloat16" {
+			t.Errorf("config = %+v", c.Config)
+		}
+		if c.Shards[1].Name != "b.safetensors" {
+			t.Errorf("./b.safetensors is not cleaned: %q", c.Shards[1].Name)
+		}
+	}
+	c := open(t, filepath.Join(dir, "a.safetensors"), checkpoint.Options{})
+	if len(c.Shards) != 1 || c.Index != nil || c.NumTensors() != 1 || c.PartOf == nil {
+		t.Errorf("single file: %+v", c)
+	}
+	for _, p := range []string{filepath.Join(dir, "missing"), t.TempDir()} {
+		if _, err := checkpoint.Open(context.Background(), p, checkpoint.Options{}); err == nil {
+			t.Errorf("%s: want an error", p)
+		}
+	}
+}
+
+// TestOneShardTwoNames: an index that names a file "./m.safetensors" and
+// "m.safetensors" opens it once.
+func TestOneShardTwoNames(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "m.safetensors"), vec("x", 1), vec("y", 1))
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"weight_map":{"x":"./m.safetensors","y":"m.safetensors"}}`), 0o644)
+	c := open(t, dir, checkpoint.Options{})
+	if len(c.Shards) != 1 || c.NumTensors() != 2 {
+		t.Errorf("%d shards, %d tensors", len(c.Shards), c.NumTensors())
+	}
+}
+
+func TestAnyFileNameWhenNamedDirectly(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.st"), vec("x", 1))
+	c := open(t, filepath.Join(dir, "model.st"), checkpoint.Options{})
+	if len(c.Shards) != 1 || c.Shards[0].File == nil || c.Shards[0].Unsafe != "" {
+		t.Errorf("shard = %+v", c.Shards[0])
+	}
+}
+
+func TestVariants(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.safetensors"), vec("x", 1))
+	writeFile(t, filepath.Join(dir, "model.fp16.safetensors"), vec("x", 2))
+	c := open(t, dir, checkpoint.Options{})
+	if len(c.Shards) != 1 || c.Shards[0].Name != "model.safetensors" || !slices.Equal(c.Variants, []string{"fp16"}) {
+		t.Errorf("plain: shards %v, variants %v", c.Shards, c.Variants)
+	}
+	c = open(t, dir, checkpoint.Options{Variant: "fp16"})
+	if len(c.Shards) != 1 || c.Shards[0].Name != "model.fp16.safetensors" || c.Variant != "fp16" || !slices.Equal(c.Variants, []string{""}) {
+		t.Errorf("fp16: shards %v, variants %v", c.Shards, c.Variants)
+	}
+	if _, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{Variant: "int8"}); err == nil || !strings.Contains(err.Error(), "fp16") {
+		t.Errorf("unknown variant: err = %v, want it to list the variants", err)
+	}
+}
+
+func TestMissingShards(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("x", 1))
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"weight_map":{"x":"a.safetensors","y":"b.safetensors","z":"../etc.safetensors"}}`), 0o644)
+	c := open(t, dir, checkpoint.Options{})
+	var missing, unsafe int
+	for _, s := range c.Shards {
+		if s.Missing != "" {
+			missing++
+		}
+		if s.Unsafe != "" {
+			unsafe++
+		}
+	}
+	if missing != 1 || unsafe != 1 {
+		t.Errorf("missing %d, unsafe %d; want 1, 1", missing, unsafe)
+	}
+
+	// A dangling symlink found in a directory is a missing shard, not trouble.
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("x", 1))
+	if err := os.Symlink("nowhere", filepath.Join(dir, "b.safetensors")); err != nil {
+		t.Skip(err)
+	}
+	c = open(t, dir, checkpoint.Options{})
+	if len(c.Shards) != 2 || c.Shards[1].Missing == "" {
+		t.Errorf("dangling symlink: %+v", c.Shards)
+	}
+}
+
+func TestOpenHubCache(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Chdir(t.TempDir())
+	for _, repo := range []string{"models--org--tiny", "models--gpt2"} {
+		base := filepath.Join(cache, repo)
+		writeFile(t, filepath.Join(base, "blobs", "0123abcd"), vec("w", 1))
+		snap := filepath.Join(base, "snapshots", "c0ffee00")
+		os.MkdirAll(snap, 0o755)
+		if err := os.Symlink(filepath.Join("..", "..", "blobs", "0123abcd"), filepath.Join(snap, "model.safetensors")); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(base, "refs"), 0o755)
+		os.WriteFile(filepath.Join(base, "refs", "main"), []byte("c0ffee00\n"), 0o644)
+	}
+	for _, id := range []string{"org/tiny", "org/tiny@main", "org/tiny@c0ffee00", "org/tiny@c0ff", "gpt2"} {
+		c := open(t, id, checkpoint.Options{})
+		if c.Hub == nil || c.Hub.Commit != "c0ffee00" || c.NumTensors() != 1 || c.Shards[0].Err != nil {
+			t.Errorf("%s: hub %+v, %d tensors", id, c.Hub, c.NumTensors())
+		}
+	}
+	_, err := checkpoint.Open(context.Background(), "org/tiny@v9", checkpoint.Options{})
+	if err == nil || !strings.Contains(err.Error(), "main") || !strings.Contains(err.Error(), "c0ffee00") {
+		t.Errorf("a miss must list the cached refs and commits: %v", err)
+	}
+	if _, err := checkpoint.Open(context.Background(), "org/other", checkpoint.Options{}); err == nil {
+		t.Error("org/other: want an error")
+	}
+	// An interrupted download: the snapshot's link points at no blob.
+	snap := filepath.Join(cache, "models--org--tiny", "snapshots", "c0ffee00")
+	os.Symlink(filepath.Join("..", "..", "blobs", "missing"), filepath.Join(snap, "extra.safetensors"))
+	c := open(t, "org/tiny", checkpoint.Options{})
+	found := false
+	for _, s := range c.Shards {
+		found = found || strings.Contains(s.Missing, "re-run the download")
+	}
+	if !found {
+		t.Errorf("no interrupted download reported: %+v", c.Shards)
+	}
+	// An existing path wins over a repo id.
+	os.MkdirAll("org", 0o755)
+	writeFile(t, filepath.Join("org", "tiny"), vec("local", 3))
+	if c := open(t, "org/tiny", checkpoint.Options{}); c.Hub != nil {
+		t.Error("the local path org/tiny must win over the repo id")
+	}
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HOME", "/x")
+	if checkpoint.HubCacheDir() != "/x/hub" {
+		t.Errorf("HubCacheDir = %s", checkpoint.HubCacheDir())
+	}
+}
+
+func TestUnsafeName(t *testing.T) {
+	for name, unsafe := range map[string]bool{
+		"model-00001-of-00002.safetensors": false,
+		"sub/model.safetensors":            false,
+		"/etc/passwd.safetensors":          true,
+		"../x.safetensors":                 true,
+		"a/../../x.safetensors":            true,
+		`..\x.safetensors`:                 true,
+		"C:x.safetensors":                  true,
+		"model.bin":                        true,
+		"":                                 true,
+		"a\x00.safetensors":                true,
+	} {
+		if got := checkpoint.UnsafeName(name) != ""; got != unsafe {
+			t.Errorf("%q: unsafe = %v, want %v", name, got, unsafe)
+		}
+	}
+}
+
+func TestParseIndex(t *testing.T) {
+	tests := []struct {
+		in    string
+		valid bool
+		total uint64
+	}{
+		{`{"weight_map":{"a":"x.safetensors"}}`, true, 0},
+		{`{"metadata":{"total_size":1e3},"weight_map":{}}`, true, 1000},
+		{`{"metadata":{"total_size":1.5},"weight_map":{}}`, false, 0},
+		{`not json`, false, 0},
+		{`{"metadata":{}}`, false, 0},
+		{`{"weight_map":{"a":1}}`, false, 0},
+		{`{"weight_map":[]}`, false, 0},
+		{`[]`, false, 0},
+	}
+	for _, tt := range tests {
+		idx := checkpoint.ParseIndex([]byte(tt.in))
+		if (idx.Err == nil) != tt.valid {
+			t.Errorf("%s: err %v, want valid=%v", tt.in, idx.Err, tt.valid)
+		}
+		if tt.total > 0 && (idx.TotalSize == nil || *idx.TotalSize != tt.total) {
+			t.Errorf("%s: total_size %v", tt.in, idx.TotalSize)
+		}
+	}
+}
+
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":8},"weight_map":{"a":"x.safetensors","b":"./x.safetensors"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		idx := checkpoint.ParseIndex(b)
+		if idx.Err == nil && idx.WeightMap == nil {
+			t.Fatal("valid index without a weight map")
+		}
+		if idx.Err != nil && idx.WeightMap != nil {
+			t.Fatal("invalid index with a weight map")
+		}
+		names := idx.ShardNames()
+		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+			t.Fatalf("shard names not sorted and distinct: %q", names)
+		}
+		for _, n := range names {
+			if checkpoint.UnsafeName(n) == "" && strings.Contains(n, "..") && slices.Contains(strings.Split(n, "/"), "..") {
+				t.Fatalf("%q judged safe", n)
+			}
+		}
+	})
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		in       string
+		check    func(c *checkpoint.Config) bool
+		problems int
+	}{
+		{`{"hidden_size":64,"num_attention_heads":4,"head_dim":null}`, func(c *checkpoint.Config) bool { return c.HeadDim == 16 && c.NumKeyValueHeads == 4 }, 0},
+		{`{"hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32}`, func(c *checkpoint.Config) bool {
+			return c.HeadDim == 32 && c.Ints["head_dim"] == 32 && c.NumKeyValueHeads == 2
+		}, 0},
+		{`{"vocab_size":"32000"}`, func(c *checkpoint.Config) bool { return c.VocabSize == 0 }, 1},
+		{`{"num_hidden_layers":18446744073709551615}`, func(c *checkpoint.Config) bool {
+			_, ok := c.Ints["num_hidden_layers"]
+			return c.NumHiddenLayers == 1<<64-1 && !ok
+		}, 0},
+		{`{"num_hidden_layers":-1,"hidden_size":2.5,"tie_word_embeddings":"yes"}`, func(c *checkpoint.Config) bool { return c.TieWordEmbeddings == nil }, 3},
+		{`{"dtype":"bfloat16","text_config":{"vocab_size":7}}`, func(c *checkpoint.Config) bool { return c.DType == "bfloat16" && c.VocabSize == 7 }, 0},
+		{`{"quantization_config":{"quant_method":"fp8"}}`, func(c *checkpoint.Config) bool { return c.Quantized }, 0},
+	}
+	for _, tt := range tests {
+		c := checkpoint.ParseConfig([]byte(tt.in))
+		if c.Err != nil || !tt.check(c) || len(c.Problems) != tt.problems {
+			t.Errorf("%s: %+v (problems %q)", tt.in, c, c.Problems)
+		}
+	}
+	for _, in := range []string{`[]`, `"x"`, `{`, ``} {
+		c := checkpoint.ParseConfig([]byte(in))
+		if c.Err == nil || strings.Contains(c.Err.Error(), "Go ") {
+			t.Errorf("%q: err = %v", in, c.Err)
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"vocab_size":10,"hidden_size":4,"tie_word_embeddings":false,"text_config":{"num_hidden_layers":2}}`))
+	f.Add([]byte(`{"head_dim":null,"num_attention_heads":0,"hidden_size":18446744073709551615}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := checkpoint.ParseConfig(b)
+		if (c.Err == nil) != (c.Fields != nil) {
+			t.Fatalf("err %v with fields %v", c.Err, c.Fields != nil)
+		}
+		for k, v := range c.Ints {
+			if v > 1<<63-1 {
+				t.Fatalf("%s = %d exceeds the bound", k, v)
+			}
+		}
+		for _, p := range c.Problems {
+			if strings.Contains(p, "Go ") {
+				t.Fatalf("Go internals in %q", p)
+			}
+		}
+	})
+}
+
+func TestOpenRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.safetensors")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	for _, p := range []string{fifo, dir} {
+		done := make(chan error, 1)
+		go func() { _, err := checkpoint.Open(context.Background(), p, checkpoint.Options{}); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "FIFO") || !strings.Contains(err.Error(), fifo) {
+				t.Errorf("%s: err = %v", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Open blocked on a FIFO", p)
+		}
+	}
+}
+
+func TestSymlinkLoopIsTrouble(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+	if os.Symlink(b, a) != nil || os.Symlink(a, b) != nil {
+		t.Skip("no symlinks")
+	}
+	_, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{})
+	if err == nil || !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("err = %v, want a symlink loop", err)
+	}
+}
+
+func TestUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.safetensors")
+	writeFile(t, p, vec("x", 4))
+	c := open(t, p, checkpoint.Options{})
+	if err := c.Unchanged(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte("more"))
+	f.Close()
+	if err := c.Unchanged(); !errors.Is(err, checkpoint.ErrChanged) {
+		t.Errorf("err = %v, want ErrChanged", err)
+	}
+}

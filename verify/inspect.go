@@ -1,0 +1,226 @@
+package verify
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// An Inspection is what inspect lists: a checkpoint's tensors, their
+// totals, and optionally the module tree.
+type Inspection struct {
+	Tensors []TensorRow `json:"tensors"`
+	Totals  Totals      `json:"totals"`
+	Tree    *TreeNode   `json:"tree,omitempty"`
+	// Filter is the glob the tensors were filtered by, if any.
+	Filter string `json:"filter,omitempty"`
+}
+
+// A TensorRow is one tensor of an inspection.
+type TensorRow struct {
+	Name       string            `json:"name"`
+	DType      safetensors.DType `json:"dtype"`
+	Shape      []uint64          `json:"shape"`
+	Parameters uint64            `json:"parameters"`
+	Bytes      uint64            `json:"bytes"`
+	File       string            `json:"file"`
+}
+
+// Totals sums an inspection's tensors.
+type Totals struct {
+	Tensors    int                     `json:"tensors"`
+	Parameters uint64                  `json:"parameters"`
+	Bytes      uint64                  `json:"bytes"`
+	Files      int                     `json:"files"`
+	ByDType    map[string]*DTypeTotals `json:"by_dtype"`
+	Metadata   map[string]string       `json:"metadata,omitempty"`
+}
+
+// DTypeTotals sums the tensors of one dtype.
+type DTypeTotals struct {
+	Tensors    int    `json:"tensors"`
+	Parameters uint64 `json:"parameters"`
+	Bytes      uint64 `json:"bytes"`
+}
+
+// Inspect lists the tensors of c whose names match filter (all when nil),
+// sorted with numbers in names by value (layers.2 before layers.10), and
+// builds the module tree when tree is set.
+func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspection {
+	ins := &Inspection{Tensors: make([]TensorRow, 0, c.NumTensors()), Totals: Totals{ByDType: map[string]*DTypeTotals{}}}
+	if filter != nil {
+		ins.Filter = filter.String()
+	}
+	for _, s := range c.Shards {
+		h := s.Header()
+		if h == nil {
+			continue
+		}
+		ins.Totals.Files++
+		for k, v := range h.Metadata {
+			if ins.Totals.Metadata == nil {
+				ins.Totals.Metadata = map[string]string{}
+			}
+			ins.Totals.Metadata[k] = v
+		}
+		for _, t := range h.Tensors {
+			if filter != nil && !filter.Match(t.Name) {
+				continue
+			}
+			n, _ := t.NumElements()
+			ins.Tensors = append(ins.Tensors, TensorRow{t.Name, t.DType, t.Shape, n, t.Size(), s.Name})
+			ins.Totals.Tensors++
+			ins.Totals.Parameters += n
+			ins.Totals.Bytes += t.Size()
+			d := ins.Totals.ByDType[t.DType.String()]
+			if d == nil {
+				d = &DTypeTotals{}
+				ins.Totals.ByDType[t.DType.String()] = d
+			}
+			d.Tensors++
+			d.Parameters += n
+			d.Bytes += t.Size()
+		}
+	}
+	slices.SortFunc(ins.Tensors, func(a, b TensorRow) int { return NaturalCompare(a.Name, b.Name) })
+	if tree {
+		ins.Tree = ins.tree()
+	}
+	return ins
+}
+
+// A TreeNode is a module in the tree view. Children that differ only in a
+// layer index are merged into one node named like "layers.{0..35}".
+type TreeNode struct {
+	Name       string      `json:"name"`
+	Parameters uint64      `json:"parameters"`
+	Tensors    int         `json:"tensors"`
+	Children   []*TreeNode `json:"children,omitempty"`
+	index      map[string]*TreeNode
+}
+
+func (ins *Inspection) tree() *TreeNode {
+	root := &TreeNode{Name: "(root)"}
+	for _, t := range ins.Tensors {
+		n := root
+		n.Parameters += t.Parameters
+		n.Tensors++
+		for seg := range strings.SplitSeq(t.Name, ".") {
+			n = n.child(seg)
+			n.Parameters += t.Parameters
+			n.Tensors++
+		}
+	}
+	root.collapse()
+	return root
+}
+
+// child finds or adds the child called name; a map keeps this linear in a
+// hostile header's million siblings.
+func (n *TreeNode) child(name string) *TreeNode {
+	if c, ok := n.index[name]; ok {
+		return c
+	}
+	if n.index == nil {
+		n.index = make(map[string]*TreeNode)
+	}
+	c := &TreeNode{Name: name}
+	n.index[name] = c
+	n.Children = append(n.Children, c)
+	return c
+}
+
+// collapse merges numeric children (layer indices) into one "{a..b}" child
+// whose subtree sums theirs, and folds the merged child into its parent's
+// name: "layers" with children 0..35 becomes "layers.{0..35}".
+func (n *TreeNode) collapse() {
+	var numeric []int
+	var others []*TreeNode
+	var merged *TreeNode
+	for _, c := range n.Children {
+		if i, err := strconv.Atoi(c.Name); err == nil && i >= 0 && strconv.Itoa(i) == c.Name {
+			numeric = append(numeric, i)
+			if merged == nil {
+				merged = &TreeNode{}
+			}
+			merged.merge(c)
+			continue
+		}
+		others = append(others, c)
+	}
+	if len(numeric) > 1 {
+		merged.Name = "{" + textfmt.IndexRanges(numeric) + "}"
+		n.Children = append([]*TreeNode{merged}, others...)
+	}
+	for _, c := range n.Children {
+		c.collapse()
+	}
+	// A node whose only child is a merged index range reads better as one line.
+	if len(n.Children) == 1 && strings.HasPrefix(n.Children[0].Name, "{") {
+		c := n.Children[0]
+		n.Name += "." + c.Name
+		n.Children = c.Children
+	}
+}
+
+func (n *TreeNode) merge(o *TreeNode) {
+	n.Parameters += o.Parameters
+	n.Tensors += o.Tensors
+	for _, oc := range o.Children {
+		n.child(oc.Name).merge(oc)
+	}
+}
+
+// NaturalCompare orders names with numbers by value: layers.2 before
+// layers.10. It scans the common prefix bytewise, so sorting tens of
+// thousands of similar names stays cheap.
+func NaturalCompare(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	// Compare the numbers that the first difference falls in, if any.
+	start := i
+	for start > 0 && isDigit(a[start-1]) {
+		start--
+	}
+	ea, eb := digitsEnd(a, start), digitsEnd(b, start)
+	if ea > start && eb > start {
+		na, nb := strings.TrimLeft(a[start:ea], "0"), strings.TrimLeft(b[start:eb], "0")
+		if c := cmpInt(len(na), len(nb)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(na, nb); c != 0 {
+			return c
+		}
+		if c := NaturalCompare(a[ea:], b[eb:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b) // equal values written differently: 01 vs 1
+	}
+	return strings.Compare(a[i:], b[i:])
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func digitsEnd(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
