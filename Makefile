@@ -17,10 +17,19 @@ test:
 	$(GO) test -race ./...
 
 # Go benchmarks, then whole-command timings against the named baselines
-# (medians of several runs; see internal/benchrun).
+# (medians of several runs; see internal/benchrun). Options:
+#   BASE=rev   time this tree's binary against the one built from git
+#              revision rev (make bench BASE=HEAD~3), run for run: a warm-up
+#              of each, then old, new, old, new... 10 runs each; medians,
+#              new/old (below 1: new is faster) and peak RSS, instead of the
+#              baselines. A command the old binary rejects is timed new only.
+#   ONLY=a,b   only the scenarios whose ID contains a or b (validate-moe,
+#              diff-moe, values, values-finetune-bf16, -f32, -f16)
+#   RUNS=n     timed runs per command (default 7, or 3 when slow; 10 with BASE)
+# With BASE or ONLY the Go benchmarks are skipped.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
-	$(GO) run ./internal/benchrun -bin $(BIN)
+	$(if $(BASE)$(ONLY),,$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...)
+	$(GO) run ./internal/benchrun -bin $(BIN)$(if $(BASE), -base '$(BASE)')$(if $(ONLY), -only '$(ONLY)')$(if $(RUNS), -runs $(RUNS))
 
 # A short, bounded run of every fuzz target.
 fuzz:

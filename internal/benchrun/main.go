@@ -1,25 +1,43 @@
-// Command benchrun times whole ckptcheck commands against named baselines on
-// generated checkpoints, as `make bench` runs it: each command runs several
-// times and the median wall time is reported, with the ratio to each
-// baseline measured in the same run.
+// Command benchrun times whole ckptcheck commands on generated checkpoints,
+// as `make bench` runs it. Each scenario writes its files to a temporary
+// folder, times its commands and removes the folder.
+//
+// By default each command runs once to warm the page cache, then several
+// times, and the median wall time is reported with the ratio to each named
+// baseline (dd, cmp, cat, numpy, Python json, nlpodyssey/safetensors)
+// measured in the same run.
+//
+// With -base REV (make bench BASE=REV) or -base-bin PATH, each ckptcheck
+// command is instead timed with both binaries: one warm-up each, then old
+// and new alternately, 10 runs each by default, so that the machine's drift
+// falls on both alike; medians, new/old and peak RSS are printed. A command
+// the base binary rejects (exit 2, e.g. a flag it does not have) is timed
+// with the new binary only. Baselines are not run.
 //
 // Usage:
 //
-//	go run ./internal/benchrun -bin bin/ckptcheck [-runs 7] [-only NAME]
+//	go run ./internal/benchrun -bin bin/ckptcheck [-runs N] [-only ID,ID] [-small]
+//	go run ./internal/benchrun -bin bin/ckptcheck -base HEAD~3 [-runs N] [-only ID]
+//	go run ./internal/benchrun -bin bin/ckptcheck -base-bin /tmp/ckptcheck-old
 //	benchrun nlp-validate DIR    (a baseline: parse DIR's shards with nlpodyssey/safetensors)
 //	benchrun nlp-diff A B        (a baseline: diff two folders' keys, shapes, dtypes with it)
+//
+// Scenarios (for -only, which matches any part of an ID): validate-moe,
+// diff-moe, values, values-finetune-bf16, values-finetune-f32,
+// values-finetune-f16.
 package main
 
 import (
+	"cmp"
 	_ "embed"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +45,6 @@ import (
 	nlp "github.com/nlpodyssey/safetensors"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
-	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 //go:embed diff_keys.py
@@ -35,6 +52,15 @@ var diffKeysPy []byte
 
 //go:embed compare_f32.py
 var compareF32Py []byte
+
+type options struct {
+	bin     string
+	base    string // a git revision to build, or ""
+	baseBin string // the base binary, or ""
+	runs    int    // 0: the default
+	only    []string
+	small   bool
+}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "nlp-validate" {
@@ -51,28 +77,36 @@ func main() {
 		}
 		return
 	}
-	bin := flag.String("bin", "bin/ckptcheck", "the ckptcheck binary to time")
-	runs := flag.Int("runs", 7, "runs per command; the median is reported")
-	only := flag.String("only", "", "run only scenarios whose name contains this")
+	var o options
+	var only string
+	flag.StringVar(&o.bin, "bin", "bin/ckptcheck", "the ckptcheck binary to time (the new one, with a base)")
+	flag.StringVar(&o.base, "base", "", "a git revision to build and time against -bin, run for run, instead of the baselines")
+	flag.StringVar(&o.baseBin, "base-bin", "", "an already built ckptcheck to time against -bin, run for run, instead of the baselines")
+	flag.IntVar(&o.runs, "runs", 0, "timed runs per command after one warm-up (default 7, 3 when a run takes over 3 s; with a base, 10 of each binary)")
+	flag.StringVar(&only, "only", "", "run only the scenarios whose ID contains one of these comma-separated words")
+	flag.BoolVar(&o.small, "small", false, "write the value scenarios' files for a 7.6 MB model: a check that the runner works, not a measurement")
 	flag.Parse()
-	if err := run(*bin, *runs, *only); err != nil {
+	if flag.NArg() > 0 || o.runs < 0 || (o.base != "" && o.baseBin != "") {
+		fmt.Fprintln(os.Stderr, "usage: benchrun [-bin PATH] [-base REV | -base-bin PATH] [-runs N] [-only ID,ID] [-small]")
+		os.Exit(2)
+	}
+	for w := range strings.SplitSeq(only, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			o.only = append(o.only, w)
+		}
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
 		os.Exit(1)
 	}
 }
 
-type scenario struct {
-	name  string
-	setup func(dir string) error
-	// ours are ckptcheck's commands, timed against each baseline.
-	ours, baselines func(dir string) [][]string
-	// pairs, if set, says which (ours, baseline) ratios mean something.
-	pairs func(our, baseline int) bool
-}
-
-func run(bin string, runs int, only string) error {
-	bin, err := filepath.Abs(bin)
+func run(o options) error {
+	bin, err := filepath.Abs(o.bin)
 	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -84,210 +118,196 @@ func run(bin string, runs int, only string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
+	tempDir = scratch
+	// Interrupted, or output to a closed pipe (| head), remove the
+	// gigabytes written so far.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	go func() {
+		<-sigs
+		os.RemoveAll(scratch)
+		os.Exit(130)
+	}()
 
-	script := filepath.Join(scratch, "diff_keys.py")
-	numpyScript := filepath.Join(scratch, "compare_f32.py")
-	if err := os.WriteFile(script, diffKeysPy, 0o644); err != nil {
+	versus := o.base != "" || o.baseBin != ""
+	e := env{bin: bin, self: self, dense: fixture.Qwen3Dense06B, denseName: "Qwen3-0.6B",
+		diffKeys: filepath.Join(scratch, "diff_keys.py"), compareF32: filepath.Join(scratch, "compare_f32.py")}
+	if o.small {
+		e.dense, e.denseName = smallDense, "small Qwen3"
+	}
+	if err := os.WriteFile(e.diffKeys, diffKeysPy, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(numpyScript, compareF32Py, 0o644); err != nil {
+	if err := os.WriteFile(e.compareF32, compareF32Py, 0o644); err != nil {
 		return err
 	}
-	// The numpy baseline needs numpy; Debian's python3-numpy provides it.
-	numpyPython := ""
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import numpy").Run() == nil {
-			numpyPython = py
-			break
+	if !versus {
+		// The numpy baseline needs numpy; Debian's python3-numpy provides it.
+		for _, py := range []string{"python3", "/usr/bin/python3"} {
+			if exec.Command(py, "-c", "import numpy").Run() == nil {
+				e.numpy = py
+				break
+			}
 		}
 	}
-	scenarios := []scenario{
-		{
-			name: "validate-moe (Qwen3-30B-A3B shape: 16 sparse shards, 18,867 tensors, 61 GB)",
-			setup: func(dir string) error {
-				return fixture.WriteSparse(filepath.Join(dir, "moe"), fixture.Qwen3MoE30B, safetensors.BF16, 16)
-			},
-			ours: func(dir string) [][]string {
-				moe := filepath.Join(dir, "moe")
-				return [][]string{{bin, "validate", moe}, {bin, "inspect", moe}, {bin, "inspect", "--tree", moe}}
-			},
-			baselines: func(dir string) [][]string {
-				return [][]string{{self, "nlp-validate", filepath.Join(dir, "moe")}}
-			},
-			pairs: func(our, _ int) bool { return our == 0 },
-		},
-		{
-			name: "diff-moe (two Qwen3-30B-A3B-shaped sparse checkpoints, BF16 vs F32, 18,867 tensors each)",
-			setup: func(dir string) error {
-				if err := fixture.WriteSparse(filepath.Join(dir, "pub"), fixture.Qwen3MoE30B, safetensors.BF16, 16); err != nil {
-					return err
-				}
-				return fixture.WriteSparse(filepath.Join(dir, "exp"), fixture.Qwen3MoE30B, safetensors.F32, 16)
-			},
-			ours: func(dir string) [][]string {
-				return [][]string{{bin, "diff", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
-					{bin, "diff", "--format", "json", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")}}
-			},
-			baselines: func(dir string) [][]string {
-				return [][]string{
-					{"python3", script, filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
-					{self, "nlp-diff", filepath.Join(dir, "pub"), filepath.Join(dir, "exp")},
-				}
-			},
-			pairs: func(our, _ int) bool { return our == 0 },
-		},
-		{
-			name: "values (Qwen3-0.6B shape, 1.2 GB BF16, random values; page cache warm)",
-			setup: func(dir string) error {
-				q := fixture.Qwen3Dense06B
-				perturb := func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
-				for _, f := range []struct {
-					name      string
-					dtype     safetensors.DType
-					transform func(safetensors.Tensor) safetensors.Tensor
-				}{{"pub", safetensors.BF16, nil}, {"same", safetensors.BF16, nil},
-					{"f32", safetensors.F32, fixture.Upcast}, {"perturbed", safetensors.BF16, perturb}} {
-					if err := fixture.WriteStream(filepath.Join(dir, f.name+".safetensors"), q, f.dtype, f.transform); err != nil {
-						return err
-					}
-				}
-				return nil
-			},
-			ours: func(dir string) [][]string {
-				f := func(n string) string { return filepath.Join(dir, n+".safetensors") }
-				return [][]string{
-					{bin, "diff", "--values", f("pub"), f("same")},
-					{bin, "diff", "--values", f("pub"), f("f32")},
-					{bin, "diff", "--values", f("pub"), f("perturbed")},
-				}
-			},
-			baselines: func(dir string) [][]string {
-				f := func(n string) string { return filepath.Join(dir, n+".safetensors") }
-				out := [][]string{
-					{"sh", "-c", "dd if=" + f("pub") + " of=/dev/null bs=4M status=none && dd if=" + f("same") + " of=/dev/null bs=4M status=none"},
-					{"cmp", f("pub"), f("same")},
-					{"sh", "-c", "dd if=" + f("pub") + " of=/dev/null bs=4M status=none && dd if=" + f("f32") + " of=/dev/null bs=4M status=none"},
-				}
-				if numpyPython != "" {
-					out = append(out, []string{numpyPython, numpyScript, f("pub"), f("f32")})
-				} else {
-					fmt.Println("  (numpy baseline skipped: no numpy; apt-get install python3-numpy)")
-				}
-				return out
-			},
-			// identical pair: dd of both files, cmp; F32 pair: dd of both, numpy.
-			pairs: func(our, b int) bool { return (our == 0 && b <= 1) || (our == 1 && b >= 2) },
-		},
-	}
-	for _, sc := range scenarios {
-		if only != "" && !strings.Contains(sc.name, only) {
-			continue
+	var chosen []scenario
+	all := scenarios(e)
+	for _, sc := range all {
+		if len(o.only) == 0 || slices.ContainsFunc(o.only, func(w string) bool { return strings.Contains(sc.id, w) }) {
+			chosen = append(chosen, sc)
 		}
-		dir := filepath.Join(scratch, fmt.Sprint(len(sc.name)))
+	}
+	if len(chosen) == 0 {
+		ids := make([]string, len(all))
+		for i, sc := range all {
+			ids[i] = sc.id
+		}
+		return fmt.Errorf("-only %s: no such scenario; there are %s", strings.Join(o.only, ","), strings.Join(ids, ", "))
+	}
+
+	timeScenario := func(sc scenario, dir string) error {
+		return baselineScenario(sc, dir, bin, self, cmp.Or(o.runs, 7), o.runs == 0)
+	}
+	if versus {
+		baseBin, baseDesc := o.baseBin, o.baseBin
+		if o.base != "" {
+			fmt.Printf("building the base, %s ...\n", o.base)
+			if baseBin, baseDesc, err = buildBase(o.base, scratch); err != nil {
+				return err
+			}
+		} else if baseBin, err = filepath.Abs(baseBin); err != nil {
+			return err
+		} else if _, err := os.Stat(baseBin); err != nil {
+			return err
+		}
+		runs := cmp.Or(o.runs, 10)
+		fmt.Printf("old: %s\nnew: %s\n%d runs of each after a warm-up of each, alternating old, new.\n"+
+			"new/old is the ratio of the medians (below 1: new is faster); pairs q1-q3, the middle\n"+
+			"half of the ratios of each old run and the new run after it.\n", baseDesc, o.bin, runs)
+		timeScenario = func(sc scenario, dir string) error { return compareScenario(sc, dir, bin, baseBin, runs) }
+	}
+	for _, sc := range chosen {
+		dir := filepath.Join(scratch, sc.id)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 		if err := sc.setup(dir); err != nil {
-			return fmt.Errorf("%s: setup: %w", sc.name, err)
+			return fmt.Errorf("%s: setup: %w", sc.id, err)
 		}
-		fmt.Printf("\n== %s, median of %d runs\n", sc.name, runs)
-		ours, baselines := sc.ours(dir), sc.baselines(dir)
-		all := append(ours, baselines...)
-		results := make([]result, len(all))
-		for i, c := range all {
-			if results[i], err = measure(c, runs); err != nil {
-				return err
-			}
-		}
-		for i, c := range all {
-			line := fmt.Sprintf("  %-58s %9.1f ms", describe(c, bin, self, dir), ms(results[i].median))
-			if i < len(ours) {
-				line += fmt.Sprintf("   peak RSS %d MiB", results[i].maxRSS>>20)
-			}
-			fmt.Println(line)
-		}
-		fmt.Println("  ratios (baseline time / ckptcheck time; above 1, ckptcheck is faster):")
-		for i, c := range ours {
-			for j, b := range baselines {
-				if sc.pairs != nil && !sc.pairs(i, j) {
-					continue
-				}
-				fmt.Printf("    %-40s vs %-40s %6.2f\n", short(describe(c, bin, self, dir)), short(describe(b, bin, self, dir)),
-					float64(results[len(ours)+j].median)/float64(results[i].median))
-			}
-		}
+		err := timeScenario(sc, dir)
 		os.RemoveAll(dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.id, err)
+		}
 	}
 	return nil
 }
 
-func describe(c []string, bin, self, dir string) string {
-	s := strings.Join(c, " ")
-	s = strings.ReplaceAll(s, bin, "ckptcheck")
-	s = strings.ReplaceAll(s, self, "baseline")
-	return strings.ReplaceAll(s, dir+string(filepath.Separator), "")
+// baselineScenario times sc's commands and baselines and prints their
+// medians and ratios.
+func baselineScenario(sc scenario, dir, bin, self string, runs int, shrink bool) error {
+	fmt.Printf("\n== %s: %s\n", sc.id, sc.title)
+	ours, baselines := sc.ours(dir), sc.baselines(dir)
+	all := append(ours, baselines...)
+	results := make([]result, len(all))
+	for i, c := range all {
+		var err error
+		if results[i], err = measure(c, runs, shrink); err != nil {
+			return err
+		}
+	}
+	name := func(c []string) string { return describe(c, dir, bin, "ckptcheck", self, "baseline") }
+	fmt.Printf("  %9s %4s %9s  %s\n", "median ms", "runs", "peak RSS", "command")
+	for i, c := range all {
+		rss, note := "", ""
+		if i < len(ours) {
+			rss = mib(results[i].maxRSS)
+			if results[i].exit != 0 {
+				note = fmt.Sprintf("   (exit %d)", results[i].exit)
+			}
+		}
+		fmt.Printf("  %9.1f %4d %9s  %s%s\n", ms(results[i].median), results[i].runs, rss, name(c), note)
+	}
+	if sc.floor {
+		fmt.Println("  ratios (ckptcheck time / baseline time; 1 is the speed of reading the files, above 1 slower):")
+	} else {
+		fmt.Println("  ratios (baseline time / ckptcheck time; above 1, ckptcheck is faster):")
+	}
+	for i, c := range ours {
+		for j, b := range baselines {
+			if sc.pairs != nil && !sc.pairs(i, j) {
+				continue
+			}
+			r := float64(results[len(ours)+j].median) / float64(results[i].median)
+			if sc.floor {
+				r = 1 / r
+			}
+			fmt.Printf("    %-48s vs %-48s %6.2f\n", short(name(c)), short(name(b)), r)
+		}
+	}
+	return nil
 }
 
-type result struct {
-	median time.Duration
-	maxRSS int64 // bytes, the largest over the runs
+// compareScenario times sc's ckptcheck commands with the base binary and
+// bin alternately and prints a table of them.
+func compareScenario(sc scenario, dir, bin, baseBin string, runs int) error {
+	fmt.Printf("\n== %s: %s\n", sc.id, sc.title)
+	ours := sc.ours(dir)
+	rows := make([]comparison, len(ours))
+	for i, c := range ours {
+		old := append([]string{baseBin}, c[1:]...)
+		var err error
+		if rows[i], err = compare(old, c, runs); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("  %9s %9s %7s %11s %9s %9s  %s\n", "old ms", "new ms", "new/old", "pairs q1-q3", "old RSS", "new RSS", "command")
+	for i, c := range ours {
+		r, name := rows[i], describe(c[1:], dir)
+		if r.skipped != "" {
+			fmt.Printf("  %9s %9.1f %7s %11s %9s %9s  %s   (skipped for the base: %s)\n",
+				"-", ms(r.new.median), "-", "-", "-", mib(r.new.maxRSS), name, r.skipped)
+			continue
+		}
+		note := ""
+		if r.old.exit != r.new.exit {
+			note = fmt.Sprintf("   (exit old %d, new %d)", r.old.exit, r.new.exit)
+		}
+		n := len(r.pairs)
+		fmt.Printf("  %9.1f %9.1f %7.2f %11s %9s %9s  %s%s\n", ms(r.old.median), ms(r.new.median),
+			float64(r.new.median)/float64(r.old.median), fmt.Sprintf("%.2f-%.2f", r.pairs[n/4], r.pairs[3*n/4]),
+			mib(r.old.maxRSS), mib(r.new.maxRSS), name, note)
+	}
+	return nil
+}
+
+// describe is c as printed: the scratch folder left out of paths, and
+// each pair of replacements (a path, its name) made.
+func describe(c []string, dir string, replace ...string) string {
+	s := strings.Join(c, " ")
+	for i := 0; i+1 < len(replace); i += 2 {
+		s = strings.ReplaceAll(s, replace[i], replace[i+1])
+	}
+	return strings.ReplaceAll(s, dir+string(filepath.Separator), "")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func short(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
+func mib(b int64) string {
+	if b == 0 {
+		return "?"
 	}
-	return s
+	return fmt.Sprintf("%d MiB", b>>20)
 }
 
-// measure runs the command once to warm the page cache, then runs times
-// more (3 when one run takes over 3 s) and returns the median wall time and
-// the peak RSS. Exit status 1 (findings) is accepted.
-func measure(c []string, runs int) (result, error) {
-	var times []time.Duration
-	var r result
-	// Peak RSS is read by /usr/bin/time, a small process that forks the
-	// command: a child forked from this (large) process would report ours.
-	timeBin, _ := exec.LookPath("/usr/bin/time")
-	for i := 0; i <= runs; i++ {
-		cmd := exec.Command(c[0], c[1:]...)
-		rssFile := ""
-		if timeBin != "" {
-			f, err := os.CreateTemp("", "rss")
-			if err != nil {
-				return r, err
-			}
-			f.Close()
-			rssFile = f.Name()
-			cmd = exec.Command(timeBin, append([]string{"-f", "%M", "-o", rssFile, "--"}, c...)...)
-		}
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		d := time.Since(start)
-		if err != nil && cmd.ProcessState.ExitCode() != 1 {
-			return r, fmt.Errorf("%v: %v\n%s", c, err, out)
-		}
-		if rssFile != "" {
-			b, _ := os.ReadFile(rssFile)
-			os.Remove(rssFile)
-			lines := strings.Fields(string(b)) // "Command exited with non-zero status 1" may come first
-			if kb, err := strconv.ParseInt(lines[len(lines)-1], 10, 64); len(lines) > 0 && err == nil {
-				r.maxRSS = max(r.maxRSS, kb<<10)
-			}
-		}
-		if i == 0 {
-			if d > 3*time.Second {
-				runs = min(runs, 3)
-			}
-			continue
-		}
-		times = append(times, d)
+// short is a command's name cut to 48 bytes for the ratios, without the
+// files' common extension.
+func short(s string) string {
+	s = strings.ReplaceAll(s, ".safetensors", "")
+	if len(s) > 48 {
+		return s[:45] + "..."
 	}
-	slices.Sort(times)
-	r.median = times[len(times)/2]
-	return r, nil
+	return s
 }
 
 // nlpValidate is the baseline for validate: nlpodyssey/safetensors needs the
