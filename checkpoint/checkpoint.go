@@ -89,6 +89,10 @@ type Options struct {
 	// Variant selects model.<variant>.safetensors files in a directory
 	// holding several variants; "" is the plain model.safetensors.
 	Variant string
+	// AnyVariant makes Variant apply only where the directory holds
+	// variants: a plain checkpoint is read as it is. A diff uses it, since
+	// the published side seldom has the export's variants.
+	AnyVariant bool
 }
 
 // Open opens the checkpoint at path: a .safetensors file (of any name), a
@@ -116,34 +120,66 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 	if err != nil {
 		return nil, pathError(path, err)
 	}
-	var indexName string
-	var names []string
 	switch {
 	case st.IsDir():
 		c.Source = Dir(resolved)
-		if indexName, names, err = c.chooseFiles(ctx, opt.Variant); err != nil {
-			return nil, err
-		}
-	case strings.HasSuffix(resolved, ".index.json"):
-		c.Source, indexName = Dir(filepath.Dir(resolved)), filepath.Base(resolved)
-	default:
-		if !st.Mode().IsRegular() {
-			return nil, pathError(path, errors.New(nonRegular(st.Mode())))
-		}
-		c.Source, names = Dir(filepath.Dir(resolved)), []string{filepath.Base(resolved)}
+		return c.opened(c.open(ctx, "", opt))
+	case !st.Mode().IsRegular():
+		return nil, pathError(path, errors.New(nonRegular(st.Mode())))
 	}
-	if err := c.readConfig(ctx); err != nil {
+	c.Source = Dir(filepath.Dir(resolved))
+	return c.opened(c.open(ctx, filepath.Base(resolved), opt))
+}
+
+// opened is c, or nil with the error, which leaves nothing open.
+func (c *Checkpoint) opened(err error) (*Checkpoint, error) {
+	if err != nil {
+		c.Close()
 		return nil, err
 	}
+	return c, nil
+}
+
+// OpenSource opens the checkpoint named name in src: "" for the source's
+// root read as a directory, a *.index.json for an index and its shards,
+// else one safetensors file. It is Open for sources other than local paths.
+func OpenSource(ctx context.Context, src Source, name string, opt Options) (*Checkpoint, error) {
+	c := &Checkpoint{Path: src.Path(name), Source: src}
+	if name == "" {
+		c.Path = src.Path(".")
+	}
+	return c.opened(c.open(ctx, name, opt))
+}
+
+// open reads the checkpoint's config, index and shard headers: name is ""
+// for the source's root, an index, or a single file.
+func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
+	var indexName string
+	var names []string
+	var err error
+	isDir := name == ""
+	switch {
+	case isDir:
+		if indexName, names, err = c.chooseFiles(ctx, opt.Variant, opt.AnyVariant); err != nil {
+			return err
+		}
+	case strings.HasSuffix(name, ".index.json"):
+		indexName = name
+	default:
+		names = []string{name}
+	}
+	if err := c.readConfig(ctx); err != nil {
+		return err
+	}
 	if indexName == "" {
-		if len(names) == 1 && !st.IsDir() {
+		if len(names) == 1 && !isDir {
 			c.PartOf = c.indexNaming(ctx, names[0])
 		}
-		return c, c.openShards(ctx, names, st.IsDir())
+		return c.openShards(ctx, names, isDir)
 	}
 	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
 	if err != nil && !tooLarge(err) {
-		return nil, pathError(c.Source.Path(indexName), err)
+		return pathError(c.Source.Path(indexName), err)
 	}
 	c.Index = ParseIndex(b)
 	if err != nil {
@@ -154,9 +190,9 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 		// Fall back to the folder's files of this variant.
 		_, names, lerr := c.listShards(ctx, opt.Variant)
 		if lerr != nil && !errors.Is(lerr, ErrNotListable) {
-			return nil, lerr
+			return lerr
 		}
-		return c, c.openShards(ctx, names, true)
+		return c.openShards(ctx, names, true)
 	}
 	named := c.Index.ShardNames()
 	if _, inDir, err := c.listShards(ctx, c.Variant); err == nil {
@@ -166,9 +202,9 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 			}
 		}
 	} else if !errors.Is(err, ErrNotListable) {
-		return nil, err
+		return err
 	}
-	return c, c.openShards(ctx, named, false)
+	return c.openShards(ctx, named, false)
 }
 
 // variantName matches transformers' variant file names: model.fp16.safetensors,
@@ -219,7 +255,7 @@ func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, 
 
 // chooseFiles picks, in a directory, the index and shards of the variant
 // asked for (the plain one by default, or the only one there is).
-func (c *Checkpoint) chooseFiles(ctx context.Context, variant string) (index string, names []string, err error) {
+func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant bool) (index string, names []string, err error) {
 	entries, err := c.Source.List(ctx)
 	if err != nil {
 		return "", nil, pathError(c.Source.Path("."), err)
@@ -248,6 +284,9 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string) (index str
 	slices.Sort(variants)
 	if variant == "" && !slices.Contains(variants, "") && len(variants) == 1 {
 		variant = variants[0] // only a variant: that is the checkpoint
+	}
+	if anyVariant && len(variants) == 1 {
+		variant = variants[0] // no choice to make
 	}
 	if variant != "" && !slices.Contains(variants, variant) {
 		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, listOrNone(quoteVariants(variants)))

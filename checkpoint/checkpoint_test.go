@@ -356,3 +356,30 @@ func TestUnchanged(t *testing.T) {
 		t.Errorf("err = %v, want ErrChanged", err)
 	}
 }
+
+// failingSource is a directory whose files fail to read: the I/O error of a
+// disk going bad, injected at the Source seam.
+type failingSource struct{ checkpoint.Dir }
+
+type failingFile struct{ checkpoint.File }
+
+func (failingFile) ReadAt([]byte, int64) (int, error) { return 0, syscall.EIO }
+
+func (s failingSource) Open(ctx context.Context, name string) (checkpoint.File, error) {
+	f, err := s.Dir.Open(ctx, name)
+	if err != nil || !strings.HasSuffix(name, ".safetensors") {
+		return f, err
+	}
+	return failingFile{f}, nil
+}
+
+func TestIOErrorIsTrouble(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.safetensors"), vec("x", 4))
+	for _, name := range []string{"", "model.safetensors"} {
+		c, err := checkpoint.OpenSource(context.Background(), failingSource{checkpoint.Dir(dir)}, name, checkpoint.Options{})
+		if c != nil || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), filepath.Join(dir, "model.safetensors")) {
+			t.Errorf("%q: checkpoint %v, err %v; want nil and an I/O error naming the file", name, c, err)
+		}
+	}
+}

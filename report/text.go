@@ -39,7 +39,10 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 		}
 		b.WriteString(quote(in.Path))
 		if in.Hub != nil {
-			fmt.Fprintf(&b, " @ %s", in.Hub.Commit)
+			fmt.Fprintf(&b, " (revision %s = commit %s)", quote(in.Hub.Revision), quote(in.Hub.Commit))
+		}
+		if in.Variant != "" {
+			fmt.Fprintf(&b, " [variant %s]", quote(in.Variant))
 		}
 		fmt.Fprintf(&b, " (%s, %s", plural(len(in.Files), "file"), plural(in.Tensors, "tensor"))
 		if in.Adapter != "" {

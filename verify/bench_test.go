@@ -52,7 +52,7 @@ func BenchmarkValidateMoE(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if fs := Validate(c); len(fs) != 0 {
+		if fs, err := Validate(context.Background(), c); err != nil || len(fs) != 0 {
 			b.Fatal(fs)
 		}
 		c.Close()

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,6 +99,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	sideOpts := [2]SideOptions{opt.Published, opt.Exported}
 	modelType, env := configOf(pub, exp)
 	var validated [2][]Finding
+	var errs [2]error
 	var candidates [2][]adapter.Chain
 	var physical [2][]safetensors.TensorInfo
 	var wg sync.WaitGroup
@@ -113,14 +115,14 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 			} else {
 				candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, so.Extra)
 			}
-			validated[i] = Validate(m.Checkpoint)
+			validated[i], errs[i] = Validate(ctx, m.Checkpoint)
 			for j := range validated[i] {
 				validated[i][j].Side = m.Side
 			}
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	d.Findings = append(validated[0], validated[1]...)
@@ -148,8 +150,7 @@ func adapterFindings(m *Mapped) []Finding {
 	var out []Finding
 	v := m.View
 	for _, dr := range v.Dropped {
-		out = append(out, Finding{Code: CodeAdapterDropped, Severity: Warning, Side: m.Side, Key: dr.Name,
-			Message: "dropped by the adapter: " + dr.Reason})
+		out = append(out, Finding{Code: CodeAdapterDropped, Severity: Warning, Side: m.Side, Key: dr.Name, Message: dr.Reason})
 	}
 	for i, e := range v.Errors {
 		code := CodeAdapterError
@@ -170,7 +171,9 @@ func adapterFindings(m *Mapped) []Finding {
 }
 
 // overlapHint warns when most published keys have no exported counterpart:
-// the usual cause is a naming scheme the adapter does not cover.
+// the usual cause is a naming scheme the adapter does not cover. When a
+// prefix on one side explains the difference, the hint says how to remove
+// or add it.
 func overlapHint(pub, exp *adapter.View) []Finding {
 	common := 0
 	for _, t := range pub.Tensors {
@@ -181,9 +184,44 @@ func overlapHint(pub, exp *adapter.View) []Finding {
 	if len(pub.Tensors) == 0 || len(exp.Tensors) == 0 || 2*common >= len(pub.Tensors) {
 		return nil
 	}
-	return []Finding{{Code: CodeLowKeyOverlap, Severity: Warning,
-		Message: fmt.Sprintf("only %d of %s published keys are in the export under adapters %s / %s; the export may use another naming scheme (see --adapter, --strip-prefix, --rename)",
-			common, textfmt.Thousands(len(pub.Tensors)), pub.Adapter, exp.Adapter)}}
+	msg := fmt.Sprintf("only %s of %s published keys are in the export under adapters %s / %s",
+		textfmt.Thousands(common), textfmt.Thousands(len(pub.Tensors)), pub.Adapter, exp.Adapter)
+	if prefix, n := commonPrefix(exp, pub); 2*(common+n) >= len(pub.Tensors) {
+		msg += fmt.Sprintf("; %s match once the prefix %q is removed from exported names: try --strip-prefix %s", textfmt.Plural(n, "more key"), prefix, prefix)
+	} else if prefix, n := commonPrefix(pub, exp); 2*(common+n) >= len(pub.Tensors) {
+		msg += fmt.Sprintf("; %s match once exported names gain the prefix %q: try --rename '^=%s'", textfmt.Plural(n, "more key"), prefix, prefix)
+	} else {
+		msg += "; the export may use another naming scheme (see --adapter, --strip-prefix, --rename, ckptcheck adapters)"
+	}
+	return []Finding{{Code: CodeLowKeyOverlap, Severity: Warning, Message: msg}}
+}
+
+// commonPrefix finds the dotted prefix that, removed from names of from,
+// makes the most of them names of to: "student." for student.model.norm.weight
+// against model.norm.weight. It returns the prefix and how many it matches.
+func commonPrefix(from, to *adapter.View) (string, int) {
+	counts := map[string]int{}
+	for _, t := range from.Tensors {
+		if _, ok := to.Tensor(t.Name); ok {
+			continue
+		}
+		for i := 0; i < len(t.Name); i++ {
+			if t.Name[i] != '.' {
+				continue
+			}
+			if _, ok := to.Tensor(t.Name[i+1:]); ok {
+				counts[t.Name[:i+1]]++
+				break
+			}
+		}
+	}
+	best, most := "", 0
+	for p, n := range counts {
+		if n > most || (n == most && p < best) {
+			best, most = p, n
+		}
+	}
+	return best, most
 }
 
 // configOf is the model type and config values adapters use: the published

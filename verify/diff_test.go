@@ -314,8 +314,9 @@ func mustRename(t *testing.T, expr string) *adapter.Adapter {
 	return a
 }
 
-// FuzzDiff runs the whole diff, values included, on two arbitrary files:
-// whatever the headers say, it must not panic, hang, or allocate by them.
+// FuzzDiff runs the whole diff, values included, on two arbitrary files, an
+// arbitrary config.json beside the export and an arbitrary adapter file:
+// whatever they say, it must not panic, hang, or allocate by their numbers.
 func FuzzDiff(f *testing.F) {
 	file := func(ts ...fixture.Tensor) []byte {
 		var buf bytes.Buffer
@@ -327,15 +328,24 @@ func FuzzDiff(f *testing.F) {
 	w := fixture.Tensor{Name: "model.layers.0.mlp.experts.1.gate_proj.weight", DType: safetensors.BF16, Shape: []uint64{2, 2}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
 	stacked := fixture.Tensor{Name: "layers.0.moe.experts.w1", DType: safetensors.BF16, Shape: []uint64{2, 2, 2}, Data: make([]byte, 16)}
 	wq := fixture.Tensor{Name: "layers.0.attention.wq.weight", DType: safetensors.F32, Shape: []uint64{4, 1}, Data: make([]byte, 16)}
-	f.Add(file(w), file(stacked))
-	f.Add(file(w), file(wq))
-	f.Add(file(w, stacked), file(w))
-	f.Fuzz(func(t *testing.T, a, b []byte) {
+	cfg := []byte(`{"model_type":"qwen3_moe","num_attention_heads":2,"num_key_value_heads":1,"hidden_size":4,"head_dim":null}`)
+	rules := "name fuzz\nauto structural\nunstack layers.{i}.moe.experts.w1 model.layers.{i}.mlp.experts.{e}.gate_proj.weight\nsplit a.{i} b.{i} c.{i} groups=num_key_value_heads\npermute layers.{i}.attention.wq.weight q.{i} heads=num_attention_heads\n"
+	f.Add(file(w), file(stacked), cfg, rules)
+	f.Add(file(w), file(wq), cfg, rules)
+	f.Add(file(w, stacked), file(w), []byte(`{"num_hidden_layers":18446744073709551615}`), "")
+	f.Fuzz(func(t *testing.T, a, b, config []byte, adapterText string) {
 		dir := t.TempDir()
-		pa, pb := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+		pa, pb := filepath.Join(dir, "a", "a.safetensors"), filepath.Join(dir, "b", "b.safetensors")
+		os.MkdirAll(filepath.Dir(pa), 0o755)
+		os.MkdirAll(filepath.Dir(pb), 0o755)
 		os.WriteFile(pa, a, 0o644)
 		os.WriteFile(pb, b, 0o644)
-		d := diffPaths(t, pa, pb, DiffOptions{})
+		os.WriteFile(filepath.Join(dir, "b", "config.json"), config, 0o644)
+		var opt DiffOptions
+		if user, err := adapter.Parse("fuzz.adapter", adapterText); err == nil {
+			opt.User = []*adapter.Adapter{user}
+		}
+		d := diffPaths(t, pa, pb, opt)
 		if _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
 			t.Fatal(err)
 		}

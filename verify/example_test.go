@@ -48,7 +48,8 @@ func ExampleValidate() {
 
 	c, _ := checkpoint.Open(context.Background(), filepath.Join(dir, "published"), checkpoint.Options{})
 	defer c.Close()
-	for _, f := range verify.Validate(c) {
+	fs, _ := verify.Validate(context.Background(), c)
+	for _, f := range fs {
 		fmt.Println(f.Code, filepath.Base(f.File))
 	}
 	// Output: metadata_incomplete_buffer model-00002-of-00003.safetensors

@@ -6,6 +6,8 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/x448/float16"
+
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -70,6 +72,49 @@ func bf16UpcastEqual(p, e []byte) bool {
 		}
 	}
 	return true
+}
+
+// coarser reports whether an export of dtype e holds values of dtype p
+// widened (a BF16 or F16 model exported in F32): its differences may then
+// be no more than p's rounding.
+func coarser(p, e safetensors.DType) bool {
+	return e == safetensors.F32 && (p == safetensors.BF16 || p == safetensors.F16)
+}
+
+// roundsTo reports whether every F32 value of e rounds (to nearest, ties to
+// even) to the published BF16 or F16 value in p: the export differs from
+// the published values by no more than their own rounding.
+func roundsTo(pd safetensors.DType, p, e []byte) bool {
+	for i := 0; i+1 < len(p) && 2*i+3 < len(e); i += 2 {
+		want := binary.LittleEndian.Uint16(p[i:])
+		f := binary.LittleEndian.Uint32(e[2*i:])
+		var got uint16
+		switch {
+		case f&0x7FFF_FFFF > 0x7F80_0000: // NaN: any NaN rounds to a NaN
+			if pd == safetensors.BF16 && want&0x7FFF > 0x7F80 || pd == safetensors.F16 && want&0x7FFF > 0x7C00 {
+				continue
+			}
+			return false
+		case pd == safetensors.BF16:
+			got = uint16((f + 0x7FFF + (f>>16)&1) >> 16)
+		default:
+			got = float16.Fromfloat32(math.Float32frombits(f)).Bits()
+		}
+		if got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// roundingTolerance is the tolerance that accepts any difference within a
+// dtype's rounding: half a unit in the last place, relative (and absolute
+// for F16's subnormals).
+func roundingTolerance(d safetensors.DType) Tolerance {
+	if d == safetensors.F16 {
+		return Tolerance{Atol: math.Ldexp(1, -25), Rtol: math.Ldexp(1, -11)}
+	}
+	return Tolerance{Rtol: math.Ldexp(1, -8)}
 }
 
 // littleEndian is true on the hosts safetensors files are native to; only

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,14 +17,18 @@ import (
 
 // Validate checks a checkpoint: every shard against the format (the
 // reference implementation's errors plus duplicate_key and unaligned_data),
-// the index against the shards, and config.json against the tensors.
-func Validate(c *checkpoint.Checkpoint) []Finding {
+// the index against the shards, and config.json against the tensors. It
+// returns ctx's error, and no findings, when ctx is done first.
+func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) {
 	scans := make([]shardScan, len(c.Shards))
 	var wg sync.WaitGroup
 	for i, s := range c.Shards {
-		wg.Go(func() { scans[i] = scanShard(c, s) })
+		wg.Go(func() { scans[i] = scanShard(ctx, c, s) })
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var out []Finding
 	for _, sc := range scans {
 		out = append(out, sc.findings...)
@@ -45,7 +50,7 @@ func Validate(c *checkpoint.Checkpoint) []Finding {
 		out = append(out, Finding{Code: CodeVariants, Severity: Info, File: c.Source.Path("."),
 			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(variantNames(c.Variants), ", "), v)})
 	}
-	return out
+	return out, nil
 }
 
 func variantNames(vs []string) []string {
@@ -70,7 +75,7 @@ type shardScan struct {
 	params   [32]uint64 // floating-point parameters by dtype
 }
 
-func scanShard(c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
+func scanShard(ctx context.Context, c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
 	sc := shardScan{findings: shardFindings(c, s), layers: make(map[uint64]bool)}
 	h := s.Header()
 	if h == nil {
@@ -79,7 +84,10 @@ func scanShard(c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
 	idx := c.Index
 	indexed := idx != nil && idx.Err == nil
 	last := ^uint64(0)
-	for _, t := range h.Tensors {
+	for i, t := range h.Tensors {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return sc
+		}
 		sc.bytes += t.Size()
 		if l, ok := layerIndex(t.Name); ok && l != last {
 			sc.layers[l], last = true, l

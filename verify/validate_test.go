@@ -28,7 +28,11 @@ func published(t *testing.T) string {
 
 func validatePath(t *testing.T, path string) []Finding {
 	t.Helper()
-	return Validate(openCheckpoint(t, path))
+	fs, err := Validate(context.Background(), openCheckpoint(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }
 
 // openCheckpoint opens a checkpoint, closed when the test ends.
@@ -225,5 +229,48 @@ func TestFormatCodesAreTheReferenceKinds(t *testing.T) {
 	docs[0].Doc = "changed"
 	if Codes()[0].Doc == "changed" {
 		t.Error("Codes must return a copy")
+	}
+}
+
+func TestIgnores(t *testing.T) {
+	fs := []Finding{
+		{Code: CodeMissingKey, Key: "model.layers.0.a"},
+		{Code: CodeMissingKey, Key: "model.norm.weight"},
+		{Code: CodeDTypeMismatch, Key: "x"},
+		{Code: CodeUnchanged, Keys: []string{"model.layers.1.a", "model.layers.2.a", "b"}},
+	}
+	tests := []struct {
+		specs   []string
+		kept    int
+		ignored int
+	}{
+		{nil, 4, 0},
+		{[]string{"dtype_mismatch"}, 3, 1},
+		{[]string{"missing_key=model.layers.*"}, 3, 1},
+		{[]string{"missing_key=*", "unchanged"}, 1, 3},
+		{[]string{"unchanged=model.layers.*"}, 4, 2},
+		{[]string{"unchanged=*"}, 3, 3},
+	}
+	for _, tt := range tests {
+		var igs []Ignore
+		for _, s := range tt.specs {
+			ig, err := ParseIgnore(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			igs = append(igs, ig)
+		}
+		kept, ignored := ApplyIgnores(fs, igs)
+		if len(kept) != tt.kept || ignored != tt.ignored {
+			t.Errorf("%v: kept %d, ignored %d; want %d, %d", tt.specs, len(kept), ignored, tt.kept, tt.ignored)
+		}
+	}
+	if len(fs[3].Keys) != 3 {
+		t.Error("ApplyIgnores changed its input")
+	}
+	for _, bad := range []string{"missing_keys", "", "missing_key="} {
+		if _, err := ParseIgnore(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -118,6 +119,10 @@ type pair struct {
 	fast     bool // an exact check without decoding exists
 	blocks   blocking
 
+	// rounding is cleared when a block of a coarser published dtype is not
+	// what its export rounds to (see roundsTo).
+	rounding atomic.Bool
+
 	mu        sync.Mutex
 	parts     []partial // by block, allocated at the first block done
 	exact     []bool    // blocks found exact without statistics
@@ -193,7 +198,13 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 		default:
 			rep.WithinTolerance++
 		}
-		rep.Findings = append(rep.Findings, valueFindings(s)...)
+		fs := valueFindings(s)
+		if pr.rounding.Load() && s.Mismatches > 0 && len(fs) > 0 && fs[0].Code == CodeValueMismatch {
+			tol := roundingTolerance(s.Published)
+			fs[0].Message += fmt.Sprintf("; every difference is within %s rounding of the published values, which %s accepts",
+				s.Published, tol.Flags())
+		}
+		rep.Findings = append(rep.Findings, fs...)
 	}
 	for _, t := range ties {
 		if t.stats.Mismatches > 0 {
@@ -204,7 +215,7 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 		}
 	}
 	if rep.Tolerant && len(unchanged) > 0 {
-		msg := fmt.Sprintf("%s bit-identical to the published ones although a tolerance was set (frozen on purpose, or never updated?)",
+		msg := fmt.Sprintf("%s bit-identical to the published ones: frozen on purpose, or never updated",
 			textfmt.Plural(len(unchanged), "tensor"))
 		rep.Findings = append(rep.Findings, Finding{Code: CodeUnchanged, Severity: Info, Message: msg, Keys: unchanged})
 	}
@@ -216,6 +227,7 @@ func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
 	pr.stats = TensorStats{Key: key, Published: p.DType, Exported: e.DType}
 	pr.stats.Elements, _ = safetensors.TensorInfo{Shape: p.Shape}.NumElements()
 	pr.fast = fastExact(p.DType, e.DType)
+	pr.rounding.Store(coarser(p.DType, e.DType))
 	return pr
 }
 
@@ -317,6 +329,18 @@ func valueFindings(s *TensorStats) []Finding {
 	return out
 }
 
+// Flags writes the tolerance as command-line flags: "--rtol 0.00390625".
+func (t Tolerance) Flags() string {
+	var parts []string
+	if t.Atol != 0 {
+		parts = append(parts, "--atol "+strconv.FormatFloat(t.Atol, 'g', -1, 64))
+	}
+	if t.Rtol != 0 {
+		parts = append(parts, "--rtol "+strconv.FormatFloat(t.Rtol, 'g', -1, 64))
+	}
+	return strings.Join(parts, " ")
+}
+
 func (t Tolerance) String() string {
 	if t == (Tolerance{}) {
 		return "exact equality"
@@ -360,6 +384,9 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 			} else {
 				part := kernels[w].compare(pd, ed, pb, eb, j.start, j.n, p.tol)
 				p.record(j.block, &part)
+				if p.rounding.Load() && !roundsTo(pd, pb, eb) {
+					p.rounding.Store(false)
+				}
 			}
 			if progress != nil {
 				progress(done.Add(int64(len(pb)+len(eb))), total.Load())

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
@@ -374,5 +374,74 @@ func TestProgress(t *testing.T) {
 	}
 	if calls < 10 || last != total || last != rep.BytesRead || total != d.ValueBytes() {
 		t.Errorf("%d calls, last %d of %d; read %d, value bytes %d", calls, last, total, rep.BytesRead, d.ValueBytes())
+	}
+}
+
+// TestWithinRounding: an F32 export whose values round to the published
+// BF16 ones fails an exact comparison, and the finding says which tolerance
+// accepts it; one that moved further does not say so.
+func TestWithinRounding(t *testing.T) {
+	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
+	near := mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor {
+		return fixture.Map(fixture.Upcast(x), safetensors.F32, func(i int, v float32) float32 {
+			return math.Float32frombits(math.Float32bits(v) + uint32(i%0x7FFF)) // below half a BF16 ulp
+		})
+	})
+	far := mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-1, 5) })
+	for _, tt := range []struct {
+		name   string
+		export []fixture.Tensor
+		says   bool
+	}{{"within rounding", near, true}, {"beyond rounding", far, false}} {
+		_, fs := compareValues(t, published(t), export(t, tt.export, nil), DiffOptions{}, ValueOptions{})
+		says := 0
+		for _, f := range fs {
+			if f.Code == CodeValueMismatch && strings.Contains(f.Message, "within BF16 rounding") && strings.Contains(f.Message, "--rtol 0.00390625") {
+				says++
+			}
+		}
+		if tt.says != (says > 0) || (tt.says && says != codesOf(fs)[CodeValueMismatch]) {
+			t.Errorf("%s: %d of %d value_mismatch findings name the rounding tolerance", tt.name, says, codesOf(fs)[CodeValueMismatch])
+		}
+	}
+	// And that tolerance accepts it.
+	rep, fs := compareValues(t, published(t), export(t, near, nil), DiffOptions{}, ValueOptions{Policy: ValuePolicy{Default: roundingTolerance(safetensors.BF16)}})
+	if len(fs) != 0 || rep.WithinTolerance == 0 {
+		t.Errorf("--rtol 2^-8 leaves %v", fs)
+	}
+}
+
+func TestRoundsTo(t *testing.T) {
+	le := binary.LittleEndian
+	bf := func(v ...uint16) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint16(b, x)
+		}
+		return b
+	}
+	f32 := func(v ...uint32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint32(b, x)
+		}
+		return b
+	}
+	tests := []struct {
+		p, e []byte
+		ok   bool
+	}{
+		{bf(0x3F80), f32(0x3F80_0000), true},
+		{bf(0x3F80), f32(0x3F80_7FFF), true},  // below the tie
+		{bf(0x3F80), f32(0x3F80_8000), true},  // the tie, to even
+		{bf(0x3F81), f32(0x3F81_8000), false}, // the tie, to even: 0x3F82
+		{bf(0x3F80), f32(0x3F80_8001), false},
+		{bf(0x7FC0), f32(0x7FC0_1234), true}, // NaN to NaN
+		{bf(0x3F80), f32(0x7FC0_0000), false},
+	}
+	for _, tt := range tests {
+		if got := roundsTo(safetensors.BF16, tt.p, tt.e); got != tt.ok {
+			t.Errorf("%x vs %x: %v", tt.p, tt.e, got)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,7 +26,7 @@ func diffCommand() *cli.Command {
 			"(chosen automatically unless --adapter says), and reports missing and unexpected keys, shape and dtype " +
 			"differences. lm_head.weight absent on one side is fine when tie_word_embeddings says it is tied.",
 		Flags: []cli.Flag{
-			formatFlag, failOnFlag, verboseFlag,
+			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
 			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
 			&cli.StringFlag{Name: "explain", Usage: "print how `KEY` (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
@@ -57,13 +56,18 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	if _, err := ignores(cmd); err != nil {
+		return err
+	}
 	// Both sides' headers are read at once: on large checkpoints that is
 	// most of the work.
 	var cks [2]*checkpoint.Checkpoint
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, path := range cmd.Args().Slice() {
-		wg.Go(func() { cks[i], errs[i] = open(ctx, path, checkpoint.Options{}) })
+		wg.Go(func() {
+			cks[i], errs[i] = open(ctx, path, checkpoint.Options{Variant: cmd.String("variant"), AnyVariant: true})
+		})
 	}
 	wg.Wait()
 	for _, c := range cks {
@@ -71,8 +75,10 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 			defer c.Close()
 		}
 	}
-	if err := errors.Join(errs[:]...); err != nil {
-		return err
+	for _, err := range errs {
+		if err != nil {
+			return err // one line: the first side that could not be read
+		}
 	}
 	d, err := verify.Diff(ctx, cks[0], cks[1], opt)
 	if err != nil {
@@ -81,7 +87,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
 	if key := cmd.String("explain"); key != "" {
-		rep := verify.NewReport("diff", failOn(cmd), inputs, nil)
+		rep := verify.NewReport("diff", verify.Never, inputs, nil)
 		rep.Explanation = d.Explain(key)
 		if err := emit(cmd, rep, report.Options{}); err != nil {
 			return err
@@ -111,7 +117,10 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 			return err
 		}
 	}
-	rep := verify.NewReport("diff", failOn(cmd), inputs, findings)
+	rep, err := newReport(cmd, "diff", inputs, findings)
+	if err != nil {
+		return err
+	}
 	rep.Values = values
 	return emit(cmd, rep, report.Options{})
 }

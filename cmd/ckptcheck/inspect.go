@@ -17,7 +17,7 @@ func inspectCommand() *cli.Command {
 		Usage:     "list a checkpoint's tensors, dtypes, shapes and parameter counts (headers only)",
 		ArgsUsage: "PATH",
 		Flags: []cli.Flag{
-			formatFlag, failOnFlag, verboseFlag,
+			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringFlag{Name: "filter", Usage: "only tensors whose name matches `GLOB` (* matches any run of characters, dots included; ? one character)"},
 			&cli.BoolFlag{Name: "tree", Usage: "show the module tree with parameter counts instead of the tensor list"},
 			&cli.IntFlag{Name: "depth", Usage: "with --tree, show `N` levels (0: all)"},
@@ -36,12 +36,22 @@ func inspectCommand() *cli.Command {
 			if f := cmd.String("filter"); f != "" {
 				filter = adapter.CompileGlob(f)
 			}
-			c, err := open(ctx, cmd.Args().First(), checkpoint.Options{})
+			if _, err := ignores(cmd); err != nil {
+				return err
+			}
+			c, err := open(ctx, cmd.Args().First(), checkpoint.Options{Variant: cmd.String("variant")})
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			rep := verify.NewReport("inspect", failOn(cmd), []verify.Input{verify.DescribeInput(c, "")}, verify.Validate(c))
+			findings, err := verify.Validate(ctx, c)
+			if err != nil {
+				return err
+			}
+			rep, err := newReport(cmd, "inspect", []verify.Input{verify.DescribeInput(c, "")}, findings)
+			if err != nil {
+				return err
+			}
 			rep.Inspection = verify.Inspect(c, filter, cmd.Bool("tree"))
 			if err := c.Unchanged(); err != nil {
 				return err

@@ -111,6 +111,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page
+		c.DisableSliceFlagSeparator = true
 	}
 	return app
 }
@@ -214,6 +215,35 @@ var failOnFlag = &cli.StringFlag{
 
 var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every finding instead of collapsing repeats"}
 
+var ignoreFlag = &cli.StringSliceFlag{Name: "ignore", Usage: "silence a finding code, for every key or only keys matching a glob: `CODE[=GLOB]` (repeatable; the report counts what was ignored)"}
+
+var variantFlag = &cli.StringFlag{Name: "variant", Usage: "read the `VARIANT` files of a directory holding several (model.fp16.safetensors: fp16); default the plain model.safetensors"}
+
+// ignores parses --ignore.
+func ignores(cmd *cli.Command) ([]verify.Ignore, error) {
+	var out []verify.Ignore
+	for _, spec := range cmd.StringSlice("ignore") {
+		ig, err := verify.ParseIgnore(spec)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		out = append(out, ig)
+	}
+	return out, nil
+}
+
+// newReport builds a command's report with --ignore and --fail-on applied.
+func newReport(cmd *cli.Command, name string, inputs []verify.Input, findings []verify.Finding) (*verify.Report, error) {
+	igs, err := ignores(cmd)
+	if err != nil {
+		return nil, err
+	}
+	kept, ignored := verify.ApplyIgnores(findings, igs)
+	r := verify.NewReport(name, failOn(cmd), inputs, kept)
+	r.Summary.Ignored = ignored
+	return r, nil
+}
+
 // emit prints a report in the chosen format and turns it into an exit status.
 func emit(cmd *cli.Command, r *verify.Report, opt report.Options) error {
 	opt.Verbose = opt.Verbose || cmd.Bool("verbose")
@@ -239,7 +269,14 @@ func needArgs(cmd *cli.Command, min, max int, names string) error {
 	return nil
 }
 
+// testHookAfterOpen, when set by a test, runs after a checkpoint opens.
+var testHookAfterOpen func()
+
 // open opens a checkpoint, with the options the command line gives.
 func open(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint.Checkpoint, error) {
-	return checkpoint.Open(ctx, path, opt)
+	c, err := checkpoint.Open(ctx, path, opt)
+	if err == nil && testHookAfterOpen != nil {
+		testHookAfterOpen()
+	}
+	return c, err
 }

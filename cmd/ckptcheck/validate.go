@@ -17,27 +17,45 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "PATH...",
 		Description: "PATH is a .safetensors file, a *.safetensors.index.json, a directory, " +
 			"or a Hugging Face repo id org/name[@revision] in the local hub cache.",
-		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag},
+		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
+				return err
+			}
+			if _, err := ignores(cmd); err != nil {
 				return err
 			}
 			var inputs []verify.Input
 			var findings []verify.Finding
 			for _, path := range cmd.Args().Slice() {
-				c, err := open(ctx, path, checkpoint.Options{})
-				if err != nil {
-					return err
-				}
-				inputs = append(inputs, verify.DescribeInput(c, ""))
-				findings = append(findings, verify.Validate(c)...)
-				err = c.Unchanged()
-				c.Close()
-				if err != nil {
-					return err
+				// A directory of variants holds several checkpoints: each is
+				// validated on its own, unless --variant names one.
+				variants := []string{cmd.String("variant")}
+				for i := 0; i < len(variants); i++ {
+					c, err := open(ctx, path, checkpoint.Options{Variant: variants[i]})
+					if err != nil {
+						return err
+					}
+					if i == 0 && !cmd.IsSet("variant") {
+						variants = append(variants, c.Variants...)
+					}
+					inputs = append(inputs, verify.DescribeInput(c, ""))
+					fs, err := verify.Validate(ctx, c)
+					if err == nil {
+						err = c.Unchanged()
+					}
+					findings = append(findings, fs...)
+					c.Close()
+					if err != nil {
+						return err
+					}
 				}
 			}
-			return emit(cmd, verify.NewReport("validate", failOn(cmd), inputs, findings), report.Options{})
+			rep, err := newReport(cmd, "validate", inputs, findings)
+			if err != nil {
+				return err
+			}
+			return emit(cmd, rep, report.Options{})
 		},
 	}
 }

@@ -1,0 +1,130 @@
+package verify
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+)
+
+// work counts what a diff built: the work its headers can cause, which must
+// be bounded by what the files hold, whatever numbers they carry.
+type work struct {
+	logical, segments, findings int
+}
+
+func countWork(d *Comparison) work {
+	w := work{findings: len(d.Findings)}
+	for _, m := range []*Mapped{d.Published, d.Exported} {
+		w.logical += len(m.View.Tensors)
+		for _, t := range m.View.Tensors {
+			w.segments += len(t.Segments)
+		}
+	}
+	return w
+}
+
+// rawFile writes a file with the given header and data bytes, bypassing the
+// writer (hostile files are not what the writer makes).
+func rawFile(t *testing.T, path, header string, data int) {
+	t.Helper()
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+	b = append(append(b, header...), make([]byte, data)...)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileExportsBounded reproduces the hostile inputs of the hardening
+// issue: tiny files whose headers ask for huge amounts of work. Each must
+// stay within a budget set by the published side and the files' sizes.
+func TestHostileExportsBounded(t *testing.T) {
+	q := fixture.TinyMoE
+	pub := writePublished(t, q, nil)
+	pubTensors := len(q.Specs())
+	// stacked is a header of layers of zero-byte expert stacks shaped
+	// [65536, 0, 8]: valid, 27 bytes of header per tensor, no data.
+	stacked := func(layers int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for l := range layers {
+			for j, w := range []string{"w1", "w2", "w3"} {
+				if l+j > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `"layers.%d.moe.experts.%s":{"dtype":"BF16","shape":[65536,0,8],"data_offsets":[0,0]}`, l, w)
+			}
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	// permuted is an invalid file of wq entries of 4M rows: its layout
+	// rules must never run, since the shard fails validation.
+	var permuted strings.Builder
+	permuted.WriteString("{")
+	for l := range 8 {
+		if l > 0 {
+			permuted.WriteString(",")
+		}
+		fmt.Fprintf(&permuted, `"layers.%d.attention.wq.weight":{"dtype":"BF16","shape":[4194304,1],"data_offsets":[0,8388608]}`, l)
+	}
+	permuted.WriteString("}")
+	tests := []struct {
+		name   string
+		header string
+		data   int
+		config string
+	}{
+		{"stacked experts of zero bytes", stacked(1), 0, ""},
+		{"100 layers of them", stacked(100), 0, ""},
+		{"an invalid file of permuted rows", permuted.String(), 16, ""},
+		{"a layer count of 2^64-1", stacked(1), 0, `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615}`},
+		{"numbers of every kind", stacked(2), 0, `{"model_type":"qwen3_moe","num_hidden_layers":-1,"num_attention_heads":0,"hidden_size":2.5,"num_key_value_heads":"4","head_dim":null,"vocab_size":1e300}`},
+	}
+	for _, tt := range tests {
+		dir := filepath.Join(t.TempDir(), "exported")
+		rawFile(t, filepath.Join(dir, "model.safetensors"), tt.header, tt.data)
+		if tt.config != "" {
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(tt.config), 0o644)
+		}
+		if size := len(tt.header) + len(tt.config); size > 1<<20 {
+			t.Fatalf("%s: %d bytes; the bound is stated for inputs up to 1 MB", tt.name, size)
+		}
+		d := diffPaths(t, pub, dir, DiffOptions{})
+		w := countWork(d)
+		t.Logf("%s: %+v", tt.name, w)
+		// The export's logical tensors are capped by what could match; the
+		// findings by the tensors on both sides.
+		if w.logical > pubTensors+2*pubTensors+1024 || w.segments > 4*w.logical+1024 || w.findings > 3*(pubTensors+2*pubTensors+1024) {
+			t.Errorf("%s: %+v beyond the bound for %d published tensors", tt.name, w, pubTensors)
+		}
+		if _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
+			t.Errorf("%s: values: %v", tt.name, err)
+		}
+		for _, p := range []string{dir, pub} {
+			if _, err := Validate(context.Background(), openCheckpoint(t, p)); err != nil {
+				t.Errorf("%s: validate: %v", tt.name, err)
+			}
+		}
+	}
+}
+
+// TestDiffCancels: a cancelled context stops a diff before it builds views.
+func TestDiffCancels(t *testing.T) {
+	pub := published(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, e := openCheckpoint(t, pub), openCheckpoint(t, pub)
+	if _, err := Diff(ctx, p, e, DiffOptions{}); err == nil {
+		t.Error("a cancelled diff must return an error")
+	}
+	if _, err := Validate(ctx, p); err == nil {
+		t.Error("a cancelled validation must return an error")
+	}
+}
