@@ -301,7 +301,7 @@ func embeddingOf(v *adapter.View) (adapter.Tensor, bool) {
 
 func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) []Finding {
 	pub, exp := pubM.View, expM.View
-	out := make([]Finding, 0, len(exp.Tensors)) // room for a dtype difference on every tensor
+	var out []Finding
 	// An F32 export has a dtype difference on every tensor, all alike: build
 	// each distinct message once.
 	dtypeMessages := make(map[[2]safetensors.DType]string)

@@ -163,6 +163,7 @@ func scenarios(e env) []scenario {
 			baselines: func(dir string) [][]string { return [][]string{cat(dir, "pub-f16", "moved-f16")} },
 			floor:     true,
 		},
+		hostileScenario(e),
 	}
 }
 

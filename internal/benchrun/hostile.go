@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// hostileScenario times validate, inspect and a header-only diff on the
+// hostile inputs of the hardening issue: small files whose headers and
+// configs ask for enormous work, and a header of the largest size the
+// reference accepts (~1.4M tensors). Targets: inputs of at most 1 MB in
+// 2 s and 256 MiB; the largest header validated in 512 MiB and diffed in
+// 1 GiB. The baseline is Python's json.loads of the largest header.
+func hostileScenario(e env) scenario {
+	bin := e.bin
+	return scenario{
+		id:    "hostile",
+		title: "hostile headers and configs (targets: ≤ 1 MB inputs in ≤ 2 s and ≤ 256 MiB; a 100 MB header: validate ≤ 512 MiB, diff ≤ 1 GiB)",
+		setup: writeHostile,
+		ours: func(dir string) [][]string {
+			p := func(n string) string { return filepath.Join(dir, n) }
+			return [][]string{
+				{bin, "diff", p("pub"), p("stacked")},
+				{bin, "diff", p("pub"), p("stacked100")},
+				{bin, "diff", p("pub"), p("permuted")},
+				{bin, "validate", p("layers")},
+				{bin, "inspect", p("layers")},
+				{bin, "diff", p("pub"), p("layers")},
+				{bin, "validate", p("max")},
+				{bin, "diff", p("max"), p("max2")},
+			}
+		},
+		baselines: func(dir string) [][]string {
+			script := "import json,struct,sys; f=open(sys.argv[1],'rb'); n=struct.unpack('<Q',f.read(8))[0]; print(len(json.loads(f.read(n))))"
+			return [][]string{{"python3", "-c", script, filepath.Join(dir, "max", "model.safetensors")}}
+		},
+		pairs: func(our, _ int) bool { return our >= 6 },
+	}
+}
+
+// writeHostile writes the hostile inputs under dir.
+func writeHostile(dir string) error {
+	q := fixture.TinyMoE
+	if err := fixture.WriteSharded(filepath.Join(dir, "pub"), q.Tensors(safetensors.BF16), 2, q.Config("bfloat16")); err != nil {
+		return err
+	}
+	stacked := func(layers int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for l := range layers {
+			for j, w := range []string{"w1", "w2", "w3"} {
+				if l+j > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `"layers.%d.moe.experts.%s":{"dtype":"BF16","shape":[65536,0,8],"data_offsets":[0,0]}`, l, w)
+			}
+		}
+		return b.String() + "}"
+	}
+	var permuted strings.Builder
+	permuted.WriteString("{")
+	for l := range 8 {
+		if l > 0 {
+			permuted.WriteString(",")
+		}
+		fmt.Fprintf(&permuted, `"layers.%d.attention.wq.weight":{"dtype":"BF16","shape":[4194304,1],"data_offsets":[0,8388608]}`, l)
+	}
+	permuted.WriteString("}")
+	for _, f := range []struct {
+		name, header, config string
+		data                 int
+	}{
+		{"stacked", stacked(1), `{"model_type":"qwen3_moe"}`, 0},
+		{"stacked100", stacked(100), `{"model_type":"qwen3_moe"}`, 0},
+		{"permuted", permuted.String(), "", 16},
+		{"layers", stacked(1), `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615,"num_attention_heads":0,"hidden_size":-1,"head_dim":"x"}`, 0},
+	} {
+		if err := writeRaw(filepath.Join(dir, f.name, "model.safetensors"), f.header, f.data); err != nil {
+			return err
+		}
+		if f.config != "" {
+			if err := os.WriteFile(filepath.Join(dir, f.name, "config.json"), []byte(f.config), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range []string{"max", "max2"} {
+		if err := writeMaxHeader(filepath.Join(dir, name, "model.safetensors")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeRaw(path, header string, data int) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+	b = append(append(b, header...), make([]byte, data)...)
+	return os.WriteFile(path, b, 0o644)
+}
+
+// writeMaxHeader writes a valid file whose header is just under the
+// reference's 100,000,000-byte limit: ~1.4M one-element BF16 tensors.
+func writeMaxHeader(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var hdr strings.Builder
+	hdr.WriteString("{")
+	n := 0
+	for {
+		entry := fmt.Sprintf(`"model.layers.%d.mlp.experts.%d.gate_proj.weight":{"dtype":"BF16","shape":[1],"data_offsets":[%d,%d]}`,
+			n/4096, n%4096, 2*n, 2*n+2)
+		if hdr.Len()+len(entry)+2 > safetensors.MaxHeaderSize-8 {
+			break
+		}
+		if n > 0 {
+			hdr.WriteString(",")
+		}
+		hdr.WriteString(entry)
+		n++
+	}
+	hdr.WriteString("}")
+	for hdr.Len()%8 != 0 {
+		hdr.WriteString(" ")
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	binary.Write(w, binary.LittleEndian, uint64(hdr.Len()))
+	w.WriteString(hdr.String())
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Truncate(int64(8+hdr.Len()) + int64(2*n)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
