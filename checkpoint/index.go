@@ -18,7 +18,8 @@ type Index struct {
 	Name, Path string
 	// TotalSize is metadata.total_size, nil when absent.
 	TotalSize *uint64
-	// WeightMap maps tensor names to shard names as the index writes them.
+	// WeightMap maps tensor names to shard names, cleaned: "./a.safetensors"
+	// is "a.safetensors", so that one file named two ways is one shard.
 	WeightMap map[string]string
 	// Err says why the file is not a usable index (not JSON, no weight_map,
 	// a value that is not a string); the checkpoint then falls back to the
@@ -26,25 +27,24 @@ type Index struct {
 	Err error
 }
 
-// ShardNames lists the distinct shard names the index maps to, cleaned
-// ("./a.safetensors" is "a.safetensors"), sorted.
+// ShardNames lists the distinct shard names the index maps to, sorted.
 func (idx *Index) ShardNames() []string {
 	seen := make(map[string]bool)
 	var names []string
 	for _, f := range idx.WeightMap {
-		if c := cleanName(f); !seen[c] {
-			seen[c] = true
-			names = append(names, c)
+		if !seen[f] {
+			seen[f] = true
+			names = append(names, f)
 		}
 	}
 	slices.Sort(names)
 	return names
 }
 
-// ShardOf returns the cleaned shard name the index maps a tensor to.
+// ShardOf returns the shard name the index maps a tensor to.
 func (idx *Index) ShardOf(tensor string) (string, bool) {
 	f, ok := idx.WeightMap[tensor]
-	return cleanName(f), ok
+	return f, ok
 }
 
 // cleanName is a shard name as the index writes it, without "./" and
@@ -112,12 +112,18 @@ func parseIndexJSON(b []byte) (weightMap map[string]string, totalSize *uint64, e
 				return errors.New("weight_map is not an object")
 			}
 			weightMap = make(map[string]string, len(b)/96) // ~70 bytes an entry: bounded by the file
+			cleaned := map[string]string{}                 // a few distinct shard names, each cleaned once
 			return d.Members(func(name string) error {
 				if d.Peek() != '"' {
 					return fmt.Errorf("weight_map value for %q is not a string", name)
 				}
 				file, err := d.Str()
-				weightMap[name] = file
+				c, ok := cleaned[file]
+				if !ok {
+					c = cleanName(file)
+					cleaned[file] = c
+				}
+				weightMap[name] = c
 				return err
 			})
 		case "metadata":

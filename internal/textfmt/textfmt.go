@@ -55,6 +55,16 @@ func Float(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 // that a hostile tensor name cannot rewrite the terminal; other names are
 // returned as they are.
 func Quote(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7E {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s // printable ASCII, the usual name
+	}
 	for _, r := range s {
 		if !unicode.IsPrint(r) || r == unicode.ReplacementChar {
 			q := strconv.QuoteToGraphic(s)
