@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
 // MaxHeaderSize is the largest header the reference implementation accepts.
@@ -169,7 +171,7 @@ var lfsPointer = []byte("version https://git-lfs.github.com/spec/")
 // bytes still inside the file) they may read them too.
 func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	if size < 8 {
-		return nil, formatErr(HeaderTooSmall, -1, "", "file is %d bytes, shorter than the 8-byte header length", size)
+		return nil, formatErr(HeaderTooSmall, -1, "", "file is %s bytes, shorter than the 8-byte header length", n0(size))
 	}
 	var prefix [8]byte
 	if err := readFull(r, prefix[:], 0); err != nil {
@@ -180,10 +182,10 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		if isLFSPointer(r, size) {
 			return nil, formatErr(HeaderTooLarge, 0, "", "file is a Git LFS pointer, not the weights (run `git lfs pull`)")
 		}
-		return nil, formatErr(HeaderTooLarge, 0, "", "header length %d exceeds the limit of %d", n, MaxHeaderSize)
+		return nil, formatErr(HeaderTooLarge, 0, "", "header length %s exceeds the limit of %s", n0(n), n0(MaxHeaderSize))
 	}
 	if n > uint64(size)-8 {
-		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %d runs past the end of the %d-byte file", n, size)
+		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %s runs past the end of the %s-byte file", n0(n), n0(size))
 	}
 	buf := make([]byte, n) // n <= min(MaxHeaderSize, size-8)
 	if err := readFull(r, buf, 8); err != nil {
@@ -237,6 +239,9 @@ func isLFSPointer(r io.ReaderAt, size int64) bool {
 	return readFull(r, buf, 0) == nil && bytes.Equal(buf, lfsPointer)
 }
 
+// n0 writes a byte count or offset with thousands separators.
+func n0[T ~int | ~int64 | ~uint64](v T) string { return textfmt.Thousands(v) }
+
 // validateLayout is the reference's Metadata::validate plus its final length
 // check: sorted by offsets, the tensors must tile the data section exactly.
 func (f *File) validateLayout() *FormatError {
@@ -251,7 +256,7 @@ func (f *File) validateLayout() *FormatError {
 		begin, end := t.DataOffsets[0], t.DataOffsets[1]
 		if begin != cursor || end < begin {
 			return formatErr(InvalidOffset, dataStart+int64(min(begin, uint64(f.Size))), t.Name,
-				"data_offsets [%d, %d] do not start where the previous tensor ends (%d)", begin, end, cursor)
+				"data_offsets [%s, %s] do not start where the previous tensor ends (%s)", n0(begin), n0(end), n0(cursor))
 		}
 		cursor = end
 		n, ok := t.NumElements()
@@ -263,19 +268,19 @@ func (f *File) validateLayout() *FormatError {
 			return formatErr(ValidationOverflow, -1, t.Name, "shape %s of %s overflows", FormatShape(t.Shape), t.DType)
 		}
 		if nbits%8 != 0 {
-			return formatErr(MisalignedSlice, -1, t.Name, "%d elements of %d-bit %s do not fill whole bytes", n, t.DType.Bits(), t.DType)
+			return formatErr(MisalignedSlice, -1, t.Name, "%s elements of %d-bit %s do not fill whole bytes", n0(n), t.DType.Bits(), t.DType)
 		}
 		if end-begin != nbits/8 {
-			return formatErr(TensorInvalidInfo, -1, t.Name, "shape %s of %s needs %d bytes, data_offsets span %d", FormatShape(t.Shape), t.DType, nbits/8, end-begin)
+			return formatErr(TensorInvalidInfo, -1, t.Name, "shape %s of %s needs %s bytes, data_offsets span %s", FormatShape(t.Shape), t.DType, n0(nbits/8), n0(end-begin))
 		}
 	}
 	if data := uint64(f.Size) - uint64(dataStart); cursor != data {
 		if cursor < data {
 			return formatErr(MetadataIncompleteBuffer, -1, "",
-				"tensors end at data byte %d but the file has %d data bytes (%d trailing bytes)", cursor, data, data-cursor)
+				"tensors end at data byte %s but the file has %s data bytes (%s trailing)", n0(cursor), n0(data), textfmt.Plural(data-cursor, "byte"))
 		}
 		return formatErr(MetadataIncompleteBuffer, -1, "",
-			"tensors end at data byte %d but the file has %d data bytes (truncated)", cursor, data)
+			"tensors end at data byte %s but the file has %s data bytes (truncated)", n0(cursor), n0(data))
 	}
 	return nil
 }
