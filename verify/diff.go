@@ -110,11 +110,6 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 			for j, s := range m.Sources {
 				physical[i][j] = s.Tensor.TensorInfo
 			}
-			if so := sideOpts[i]; so.Fixed {
-				candidates[i] = []adapter.Chain{so.Chain.Then(so.Extra)}
-			} else {
-				candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, so.Extra)
-			}
 			validated[i], errs[i] = Validate(ctx, m.Checkpoint)
 			for j := range validated[i] {
 				validated[i][j].Side = m.Side
@@ -128,9 +123,30 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	d.Findings = append(validated[0], validated[1]...)
 	// The export's logical tensors are capped by what could match: a hostile
 	// export of stacked zero-byte experts cannot make millions of them.
-	d.Published.View, d.Exported.View = adapter.Choose(
-		adapter.Side{Tensors: physical[0], Candidates: candidates[0], MaxTensors: 2*len(physical[0]) + maxExtraTensors},
-		adapter.Side{Tensors: physical[1], Candidates: candidates[1], MaxTensors: 2*len(physical[0]) + maxExtraTensors}, env)
+	limit := 2*len(physical[0]) + maxExtraTensors
+	side := func(i int, cands []adapter.Chain) adapter.Side {
+		return adapter.Side{Tensors: physical[i], Candidates: cands, MaxTensors: limit}
+	}
+	// Most exports need no adapter: when every exported name is a published
+	// one as they stand, no adapter can match more of them, and the
+	// candidates need not be looked for.
+	for i, so := range sideOpts {
+		if so.Fixed {
+			candidates[i] = []adapter.Chain{so.Chain.Then(so.Extra)}
+		} else {
+			candidates[i] = []adapter.Chain{so.Extra}
+		}
+	}
+	d.Published.View, d.Exported.View = adapter.Choose(side(0, candidates[0]), side(1, candidates[1]), env)
+	if (!sideOpts[0].Fixed || !sideOpts[1].Fixed) && !allMatched(d.Exported.View, d.Published.View) {
+		for i, so := range sideOpts {
+			if !so.Fixed {
+				wg.Go(func() { candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, so.Extra) })
+			}
+		}
+		wg.Wait()
+		d.Published.View, d.Exported.View = adapter.Choose(side(0, candidates[0]), side(1, candidates[1]), env)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -141,9 +157,23 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		}
 	}
 	d.Tie = tieOf(pub, exp, opt.Tied)
-	d.Findings = append(d.Findings, structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)...)
-	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View)...)
+	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
+	d.Findings = append(d.Findings, structural...)
+	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
 	return d, nil
+}
+
+// allMatched reports whether every tensor of v has a namesake in other.
+func allMatched(v, other *adapter.View) bool {
+	if len(v.Tensors) == 0 {
+		return false
+	}
+	for _, t := range v.Tensors {
+		if _, ok := other.Tensor(t.Name); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func adapterFindings(m *Mapped) []Finding {
@@ -174,13 +204,7 @@ func adapterFindings(m *Mapped) []Finding {
 // the usual cause is a naming scheme the adapter does not cover. When a
 // prefix on one side explains the difference, the hint says how to remove
 // or add it.
-func overlapHint(pub, exp *adapter.View) []Finding {
-	common := 0
-	for _, t := range pub.Tensors {
-		if _, ok := exp.Tensor(t.Name); ok {
-			common++
-		}
-	}
+func overlapHint(pub, exp *adapter.View, common int) []Finding {
 	if len(pub.Tensors) == 0 || len(exp.Tensors) == 0 || 2*common >= len(pub.Tensors) {
 		return nil
 	}
@@ -299,7 +323,9 @@ func embeddingOf(v *adapter.View) (adapter.Tensor, bool) {
 	return adapter.Tensor{}, false
 }
 
-func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) []Finding {
+// structuralDiff compares the two views key by key, and returns its
+// findings and how many published keys the export has.
+func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Finding, int) {
 	pub, exp := pubM.View, expM.View
 	var out []Finding
 	// An F32 export has a dtype difference on every tensor, all alike: build
@@ -415,5 +441,5 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) []Find
 			Message: fmt.Sprintf("%s of %s not compared: %s of the %s side could not be read or failed validation (see its errors)",
 				textfmt.Plural(len(keys), "key"), other.Side, textfmt.Plural(side.Unavailable, "tensor"), side.Side)})
 	}
-	return out
+	return out, matched
 }
