@@ -48,6 +48,23 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// only returns an adapter's one rule, or an empty one when it has not
+// exactly one: a check on it then fails instead of panicking.
+func only(a *Adapter) *rule {
+	if len(a.rules) != 1 {
+		return &rule{}
+	}
+	return a.rules[0]
+}
+
+// dst0 is the text of a rule's first destination, or "".
+func dst0(r *rule) string {
+	if len(r.dst) == 0 {
+		return ""
+	}
+	return r.dst[0].text
+}
+
 // TestParseWords: how lines split into words, comments and options.
 func TestParseWords(t *testing.T) {
 	tests := []struct {
@@ -61,31 +78,33 @@ func TestParseWords(t *testing.T) {
 		{"tabs", "name\tx\ndoc\ttabbed\t\ttext\nrename\ta\t\tb\t# note\nauto\twrapper\norder\t-3",
 			func(a *Adapter) bool {
 				return a.Name == "x" && a.Doc == "tabbed text" && a.Auto == AutoWrapper && a.Order == -3 &&
-					a.rules[0].dst[0].text == "b" && a.rules[0].text == "rename a b"
+					dst0(only(a)) == "b" && only(a).text == "rename a b"
 			}},
-		{"crlf", "name x\r\nrename a b\r\n", func(a *Adapter) bool { return a.Name == "x" && a.rules[0].dst[0].text == "b" }},
+		{"crlf", "name x\r\nrename a b\r\n", func(a *Adapter) bool { return a.Name == "x" && dst0(only(a)) == "b" }},
 		{"comment without a space", "#comment\nname x #trailing", func(a *Adapter) bool { return a.Name == "x" }},
 		{"# inside a regex", "name x\nregex ^a#b$ c#d", func(a *Adapter) bool {
-			return a.rules[0].re.String() == "^a#b$" && a.rules[0].repl == "c#d"
+			r := only(a)
+			return r.re != nil && r.re.String() == "^a#b$" && r.repl == "c#d"
 		}},
 		{"# words in doc text", "name x\ndoc see #12 and #13 # not this\ndoc #14", func(a *Adapter) bool {
 			return a.Doc == "see #12 and #13 #14"
 		}},
-		{"# words in a drop reason", "name x\ndrop a see #12 # note", func(a *Adapter) bool { return a.rules[0].reason == "see #12" }},
-		{"= in a regex replacement", "name x\nregex ^(a)=(b)$ $2=$1", func(a *Adapter) bool { return a.rules[0].repl == "$2=$1" }},
-		{"= in a template", "name x\nrename a b=c", func(a *Adapter) bool { return a.rules[0].dst[0].text == "b=c" }},
+		{"# words in a drop reason", "name x\ndrop a see #12 # note", func(a *Adapter) bool { return only(a).reason == "see #12" }},
+		{"= in a regex replacement", "name x\nregex ^(a)=(b)$ $2=$1", func(a *Adapter) bool { return only(a).repl == "$2=$1" }},
+		{"= in a template", "name x\nrename a b=c", func(a *Adapter) bool { return dst0(only(a)) == "b=c" }},
 		{"= in a split output", "name x\nsplit a k=1 v=2 dim=1", func(a *Adapter) bool {
-			r := a.rules[0]
-			return len(r.dst) == 2 && r.dst[0].text == "k=1" && r.dim == 1
+			r := only(a)
+			return len(r.dst) == 2 && dst0(r) == "k=1" && r.dim == 1
 		}},
 		{"options in any order", "name x\nsplit a q k v sizes=2,1,1 groups=num_key_value_heads dim=1", func(a *Adapter) bool {
-			r := a.rules[0]
-			return len(r.dst) == 3 && len(r.sizes) == 3 && r.groups.text == "num_key_value_heads" && r.dim == 1
+			r := only(a)
+			return len(r.dst) == 3 && len(r.sizes) == 3 && r.groups != nil && r.groups.text == "num_key_value_heads" && r.dim == 1
 		}},
 		{"auto by default", "name x", func(a *Adapter) bool { return a.Auto == AutoStructural && a.Order == 0 }},
-		{"rule text", "name x\nrename   a    b   # note", func(a *Adapter) bool { return a.rules[0].where == "x:2: rename a b" }},
+		{"rule text", "name x\nrename   a    b   # note", func(a *Adapter) bool { return only(a).where == "x:2: rename a b" }},
 		{"glob patterns", "name x\nignore *rotary?emb*", func(a *Adapter) bool {
-			return a.rules[0].src[0].glob != nil && a.rules[0].src[0].glob.Match("model.rotary_emb.inv_freq")
+			r := only(a)
+			return len(r.src) == 1 && r.src[0].glob != nil && r.src[0].glob.Match("model.rotary_emb.inv_freq")
 		}},
 	}
 	for _, tt := range tests {

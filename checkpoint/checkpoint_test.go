@@ -2,10 +2,14 @@ package checkpoint_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,14 +51,15 @@ func TestOpenForms(t *testing.T) {
 
 	for _, p := range []string{dir, filepath.Join(dir, "model.safetensors.index.json")} {
 		c := open(t, p, checkpoint.Options{})
-		if c.Index == nil || c.Index.Err != nil || len(c.Shards) != 2 || c.NumTensors() != 2 || *c.Index.TotalSize != 20 {
-			t.Errorf("%s: %+v", p, c)
+		if c.Index == nil || c.Index.Err != nil || c.Index.TotalSize == nil || *c.Index.TotalSize != 20 {
+			t.Errorf("%s: index %+v", p, c.Index)
 		}
 		if c.Config == nil || c.Config.ModelType != "qwen3" || c.Config.TieWordEmbeddings == nil || !*c.Config.TieWordEmbeddings || c.Config.VocabSize != 7 || c.Config.DType != "bfloat16" {
 			t.Errorf("config = %+v", c.Config)
 		}
-		if c.Shards[1].Name != "b.safetensors" {
-			t.Errorf("./b.safetensors is not cleaned: %q", c.Shards[1].Name)
+		// "./b.safetensors" is cleaned to the name of the file.
+		if got := shardNames(c); !slices.Equal(got, []string{"a.safetensors", "b.safetensors"}) || c.NumTensors() != 2 {
+			t.Errorf("%s: shards %q, %d tensors", p, got, c.NumTensors())
 		}
 	}
 	c := open(t, filepath.Join(dir, "a.safetensors"), checkpoint.Options{})
@@ -85,8 +90,17 @@ func TestAnyFileNameWhenNamedDirectly(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "model.st"), vec("x", 1))
 	c := open(t, filepath.Join(dir, "model.st"), checkpoint.Options{})
 	if len(c.Shards) != 1 || c.Shards[0].File == nil || c.Shards[0].Unsafe != "" {
-		t.Errorf("shard = %+v", c.Shards[0])
+		t.Errorf("shards = %+v, want model.st opened", c.Shards)
 	}
+}
+
+// shardNames lists a checkpoint's shard names in order.
+func shardNames(c *checkpoint.Checkpoint) []string {
+	var out []string
+	for _, s := range c.Shards {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 func TestVariants(t *testing.T) {
@@ -111,17 +125,20 @@ func TestMissingShards(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("x", 1))
 	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"weight_map":{"x":"a.safetensors","y":"b.safetensors","z":"../etc.safetensors"}}`), 0o644)
 	c := open(t, dir, checkpoint.Options{})
-	var missing, unsafe int
+	var opened, missing, unsafe []string
 	for _, s := range c.Shards {
-		if s.Missing != "" {
-			missing++
-		}
-		if s.Unsafe != "" {
-			unsafe++
+		switch {
+		case s.Missing != "":
+			missing = append(missing, s.Name)
+		case s.Unsafe != "":
+			unsafe = append(unsafe, s.Name)
+		case s.File != nil:
+			opened = append(opened, s.Name)
 		}
 	}
-	if missing != 1 || unsafe != 1 {
-		t.Errorf("missing %d, unsafe %d; want 1, 1", missing, unsafe)
+	if !slices.Equal(opened, []string{"a.safetensors"}) || !slices.Equal(missing, []string{"b.safetensors"}) ||
+		!slices.Equal(unsafe, []string{"../etc.safetensors"}) {
+		t.Errorf("opened %q, missing %q, unsafe %q", opened, missing, unsafe)
 	}
 
 	// A dangling symlink found in a directory is a missing shard, not trouble.
@@ -131,7 +148,7 @@ func TestMissingShards(t *testing.T) {
 		t.Skip(err)
 	}
 	c = open(t, dir, checkpoint.Options{})
-	if len(c.Shards) != 2 || c.Shards[1].Missing == "" {
+	if len(c.Shards) != 2 || c.Shards[0].Missing != "" || c.Shards[1].Name != "b.safetensors" || c.Shards[1].Missing == "" {
 		t.Errorf("dangling symlink: %+v", c.Shards)
 	}
 }
@@ -209,26 +226,34 @@ func TestUnsafeName(t *testing.T) {
 
 func TestParseIndex(t *testing.T) {
 	tests := []struct {
-		in    string
-		valid bool
-		total uint64
+		in     string
+		valid  bool
+		total  int64 // -1: absent
+		shards []string
 	}{
-		{`{"weight_map":{"a":"x.safetensors"}}`, true, 0},
-		{`{"metadata":{"total_size":1e3},"weight_map":{}}`, true, 1000},
-		{`{"metadata":{"total_size":1.5},"weight_map":{}}`, false, 0},
-		{`not json`, false, 0},
-		{`{"metadata":{}}`, false, 0},
-		{`{"weight_map":{"a":1}}`, false, 0},
-		{`{"weight_map":[]}`, false, 0},
-		{`[]`, false, 0},
+		{`{"weight_map":{"a":"x.safetensors"}}`, true, -1, []string{"x.safetensors"}},
+		{`{"metadata":{"total_size":1e3},"weight_map":{}}`, true, 1000, nil},
+		{`{"metadata":{"total_size":0},"weight_map":{"a":"./x.safetensors","b":"x.safetensors","c":"a//y.safetensors"}}`, true, 0,
+			[]string{"a/y.safetensors", "x.safetensors"}},
+		{`{"metadata":{"total_size":"8"},"weight_map":{}}`, true, -1, nil},
+		{`{"metadata":{"total_size":1.5},"weight_map":{}}`, false, -1, nil},
+		{`not json`, false, -1, nil},
+		{`{"metadata":{}}`, false, -1, nil},
+		{`{"weight_map":{"a":1}}`, false, -1, nil},
+		{`{"weight_map":[]}`, false, -1, nil},
+		{`{"weight_map":{}} x`, false, -1, nil},
+		{`[]`, false, -1, nil},
 	}
 	for _, tt := range tests {
 		idx := checkpoint.ParseIndex([]byte(tt.in))
 		if (idx.Err == nil) != tt.valid {
 			t.Errorf("%s: err %v, want valid=%v", tt.in, idx.Err, tt.valid)
 		}
-		if tt.total > 0 && (idx.TotalSize == nil || *idx.TotalSize != tt.total) {
-			t.Errorf("%s: total_size %v", tt.in, idx.TotalSize)
+		if (idx.TotalSize == nil) != (tt.total < 0) || (idx.TotalSize != nil && *idx.TotalSize != uint64(tt.total)) {
+			t.Errorf("%s: total_size %v, want %d", tt.in, idx.TotalSize, tt.total)
+		}
+		if got := idx.ShardNames(); !slices.Equal(got, tt.shards) {
+			t.Errorf("%s: shard names %q, want %q", tt.in, got, tt.shards)
 		}
 	}
 }
@@ -273,6 +298,17 @@ func TestParseConfig(t *testing.T) {
 		{`{"num_hidden_layers":-1,"hidden_size":2.5,"tie_word_embeddings":"yes"}`, func(c *checkpoint.Config) bool { return c.TieWordEmbeddings == nil }, 3},
 		{`{"dtype":"bfloat16","text_config":{"vocab_size":7}}`, func(c *checkpoint.Config) bool { return c.DType == "bfloat16" && c.VocabSize == 7 }, 0},
 		{`{"quantization_config":{"quant_method":"fp8"}}`, func(c *checkpoint.Config) bool { return c.Quantized }, 0},
+		// A top-level field wins over text_config's, also when it is not
+		// an integer: adapters (Ints) and checks (typed fields) agree.
+		{`{"vocab_size":"x","text_config":{"vocab_size":7,"head_dim":16}}`, func(c *checkpoint.Config) bool {
+			_, ok := c.Ints["vocab_size"]
+			return c.VocabSize == 0 && !ok && c.HeadDim == 16 && c.Ints["head_dim"] == 16
+		}, 1},
+		// head_dim 0 is what the file says; only an absent or null one is derived.
+		{`{"head_dim":0,"hidden_size":64,"num_attention_heads":4}`, func(c *checkpoint.Config) bool {
+			v, ok := c.Ints["head_dim"]
+			return c.HeadDim == 0 && ok && v == 0
+		}, 0},
 	}
 	for _, tt := range tests {
 		c := checkpoint.ParseConfig([]byte(tt.in))
@@ -288,22 +324,81 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// FuzzParseConfig checks ParseConfig against a plain reading of the same
+// bytes: each typed field is the integer the file gives (top-level first,
+// then text_config) or its documented default, Ints agrees with the typed
+// fields and holds nothing the file does not say, and every problem is one
+// line without Go's type names.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"vocab_size":10,"hidden_size":4,"tie_word_embeddings":false,"text_config":{"num_hidden_layers":2}}`))
 	f.Add([]byte(`{"head_dim":null,"num_attention_heads":0,"hidden_size":18446744073709551615}`))
+	f.Add([]byte(`{"vocab_size":"x","text_config":{"vocab_size":7,"head_dim":16}}`))
+	f.Add([]byte(`{"head_dim":0,"hidden_size":64,"num_attention_heads":4}`))
+	f.Add([]byte(`{"num_key_value_heads":null,"num_attention_heads":4,"text_config":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := checkpoint.ParseConfig(b)
-		if (c.Err == nil) != (c.Fields != nil) {
-			t.Fatalf("err %v with fields %v", c.Err, c.Fields != nil)
+		if c.Err != nil {
+			if !reflect.DeepEqual(*c, checkpoint.Config{Err: c.Err}) {
+				t.Fatalf("a config that is no JSON object carries values: %+v", c)
+			}
+			if strings.Contains(c.Err.Error(), "Go ") {
+				t.Fatalf("Go internals in %q", c.Err)
+			}
+			return
+		}
+		var top, text map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil || top == nil || c.Fields == nil || c.Ints == nil {
+			t.Fatalf("accepted %q (%v) with fields %v, ints %v", b, err, c.Fields, c.Ints)
+		}
+		if raw, ok := top["text_config"]; ok {
+			json.Unmarshal(raw, &text)
+		}
+		lookup := func(key string) (json.RawMessage, bool) {
+			if v, ok := top[key]; ok {
+				return v, true
+			}
+			v, ok := text[key]
+			return v, ok
+		}
+		given := func(key string) (uint64, bool) {
+			raw, ok := lookup(key)
+			if !ok {
+				return 0, false
+			}
+			n, err := strconv.ParseUint(string(raw), 10, 64)
+			return n, err == nil
+		}
+		typed := map[string]uint64{"vocab_size": c.VocabSize, "hidden_size": c.HiddenSize, "num_hidden_layers": c.NumHiddenLayers,
+			"num_attention_heads": c.NumAttentionHeads, "num_key_value_heads": c.NumKeyValueHeads, "head_dim": c.HeadDim}
+		for key, got := range typed {
+			if n, ok := given(key); ok && got != n {
+				t.Fatalf("%s = %d, the file says %d", key, got, n)
+			}
+		}
+		if _, ok := lookup("num_key_value_heads"); !ok && c.NumKeyValueHeads != c.NumAttentionHeads {
+			t.Fatalf("num_key_value_heads absent: %d, want num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
+		}
+		if raw, ok := lookup("head_dim"); (!ok || string(raw) == "null") && c.NumAttentionHeads > 0 && c.HiddenSize%c.NumAttentionHeads == 0 &&
+			c.HeadDim != c.HiddenSize/c.NumAttentionHeads {
+			t.Fatalf("head_dim absent: %d, want hidden_size / num_attention_heads", c.HeadDim)
 		}
 		for k, v := range c.Ints {
-			if v > 1<<63-1 {
+			n, ok := given(k)
+			_, isTyped := typed[k]
+			switch {
+			case v > math.MaxInt64:
 				t.Fatalf("%s = %d exceeds the bound", k, v)
+			case ok && n != v:
+				t.Fatalf("Ints[%s] = %d, the file says %d", k, v, n)
+			case !ok && !isTyped:
+				t.Fatalf("Ints[%s] = %d, which the file does not give", k, v)
+			case isTyped && typed[k] != v:
+				t.Fatalf("Ints[%s] = %d, the typed field %d", k, v, typed[k])
 			}
 		}
 		for _, p := range c.Problems {
-			if strings.Contains(p, "Go ") {
-				t.Fatalf("Go internals in %q", p)
+			if p == "" || strings.ContainsAny(p, "\n") || strings.Contains(p, "Go ") {
+				t.Fatalf("problem %q", p)
 			}
 		}
 	})

@@ -119,12 +119,15 @@ func ParseConfig(b []byte) *Config {
 	if _, ok := lookup("num_key_value_heads"); !ok {
 		c.NumKeyValueHeads = c.NumAttentionHeads
 	}
-	if c.HeadDim == 0 && c.NumAttentionHeads > 0 && c.HiddenSize%c.NumAttentionHeads == 0 {
+	if v, ok := lookup("head_dim"); (!ok || string(v) == "null") && c.NumAttentionHeads > 0 && c.HiddenSize%c.NumAttentionHeads == 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}
 	c.Ints = make(map[string]uint64)
 	for _, fields := range []map[string]json.RawMessage{text, c.Fields} {
-		for k, v := range fields {
+		for k := range fields {
+			// A top-level field wins over text_config's, also when it is
+			// not an integer: the typed fields read it so too.
+			v, _ := lookup(k)
 			if n, err := strconv.ParseUint(string(v), 10, 64); err == nil && n <= maxConfigInt {
 				c.Ints[k] = n
 			}

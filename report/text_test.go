@@ -106,6 +106,10 @@ func TestColumnsAlignWideNames(t *testing.T) {
 	var b strings.Builder
 	Table(&b, nil, [][]string{{"名前名前", "x"}, {"ab", "y"}, {"🙂", "z"}})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines for 3 rows:\n%s", len(lines), b.String())
+	}
+	// The second column starts after the last space of each line.
 	col := func(s string) int { return width(s[:strings.LastIndexByte(s, ' ')+1]) }
 	if col(lines[0]) != col(lines[1]) || col(lines[1]) != col(lines[2]) {
 		t.Errorf("columns not aligned:\n%s", b.String())

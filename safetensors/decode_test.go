@@ -41,9 +41,13 @@ func TestF16KnownValues(t *testing.T) {
 		{0xFC00, math.Inf(-1)},
 		{0x0000, 0},
 	}
+	dst := make([]float64, 1)
 	for _, tt := range tests {
 		if got := float64(F16ToFloat32(tt.bits)); got != tt.want {
-			t.Errorf("F16 %#04x = %v, want %v", tt.bits, got, tt.want)
+			t.Errorf("F16ToFloat32(%#04x) = %v, want %v", tt.bits, got, tt.want)
+		}
+		if n := DecodeFloat64(F16, binary.LittleEndian.AppendUint16(nil, tt.bits), dst); n != 1 || dst[0] != tt.want {
+			t.Errorf("DecodeFloat64(F16, %#04x) = %v (%d values), want %v", tt.bits, dst[0], n, tt.want)
 		}
 	}
 	if v := F16ToFloat32(0x7E00); !math.IsNaN(float64(v)) {

@@ -1,6 +1,10 @@
 package safetensors
 
-import "strings"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
 // DType is the element type of a tensor, as named in a safetensors header.
 //
@@ -123,6 +127,17 @@ func (d DType) String() string {
 
 // MarshalText writes the header name, so dtypes print as "BF16" in JSON.
 func (d DType) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a header name, so that JSON written with MarshalText
+// (a report read back) reads back.
+func (d *DType) UnmarshalText(b []byte) error {
+	v, ok := ParseDType(string(b))
+	if !ok {
+		return errors.New("unknown dtype " + strconv.Quote(string(b)))
+	}
+	*d = v
+	return nil
+}
 
 // Bits is the size of one element in bits. Some dtypes (F4, F6_*) are smaller
 // than a byte; a tensor of them must still fill whole bytes.

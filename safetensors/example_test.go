@@ -3,6 +3,7 @@ package safetensors_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,4 +62,17 @@ func ExampleDecodeFloat64() {
 	safetensors.DecodeFloat64(safetensors.F8_E4M3, []byte{0x38, 0x7E, 0x7F}, vals)
 	fmt.Println(vals)
 	// Output: [1 448 NaN]
+}
+
+func ExampleDType_UnmarshalText() {
+	// Dtypes are their header names in JSON, both ways.
+	var row struct {
+		DType safetensors.DType `json:"dtype"`
+	}
+	err := json.Unmarshal([]byte(`{"dtype":"BF16"}`), &row)
+	fmt.Println(row.DType, row.DType.Bits(), err)
+	fmt.Println(json.Unmarshal([]byte(`{"dtype":"bfloat16"}`), &row))
+	// Output:
+	// BF16 16 <nil>
+	// unknown dtype "bfloat16"
 }

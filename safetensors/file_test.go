@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -175,43 +178,81 @@ func TestLayoutErrors(t *testing.T) {
 }
 
 // TestNoBytesOutsideTheDataSection: whatever the header claims, a tensor's
-// reader never returns the header's bytes or reads past the file.
+// reader covers only the part of its range that lies inside the data
+// section: never the header's bytes, never past the end of the file.
+// Every file here has a layout error, so its tensors are reached through
+// the FormatError's File, as validate reaches them.
 func TestNoBytesOutsideTheDataSection(t *testing.T) {
-	// Truncated: the tensor claims 16 bytes, 6 are there.
-	b := raw("{"+t1+"}", 6)
-	for i := len(b) - 6; i < len(b); i++ {
-		b[i] = 0xAA
+	u8 := func(name string, begin, end uint64) string {
+		return fmt.Sprintf(`"%s":{"dtype":"U8","shape":[%d],"data_offsets":[%d,%d]}`, name, end-begin, begin, end)
 	}
-	_, err := open(b)
-	var fe *FormatError
-	if !errors.As(err, &fe) || fe.File == nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		header string
+		data   int
+	}{
+		{"truncated: 16 bytes claimed, 6 there", "{" + t1 + "}", 6},
+		{"trailing bytes", "{" + u8("a", 0, 4) + "}", 9},
+		{"offsets far past the end", "{" + u8("a", 0, 4) + "," + u8("x", 1<<62, 1<<62+4) + "}", 4},
+		{"offsets at the top of uint64", "{" + u8("a", 0, 4) + "," + u8("x", 1<<64-5, 1<<64-1) + "}", 4},
+		{"reversed offsets", "{" + u8("a", 0, 4) + `,"x":{"dtype":"U8","shape":[4],"data_offsets":[8,4]}}`, 8},
+		{"a gap before the tensor", "{" + u8("a", 2, 6) + "}", 4},
 	}
-	got, err := io.ReadAll(fe.File.Tensors[0].Open())
-	if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{0xAA}, 6)) {
-		t.Errorf("read %x, %v; want the 6 data bytes only", got, err)
-	}
-	sec := fe.File.DataSection()
-	if sec.Size() != 6 {
-		t.Errorf("data section of %d bytes, want 6", sec.Size())
-	}
-	// Offsets far past the end: an empty reader, not the header.
-	hostile := &Tensor{TensorInfo: TensorInfo{Name: "x", DType: U8, Shape: []uint64{4}, DataOffsets: [2]uint64{1 << 62, 1<<62 + 4}}, f: fe.File}
-	if n, _ := io.ReadAll(hostile.Open()); len(n) != 0 {
-		t.Errorf("read %d bytes past the end", len(n))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := raw(tt.header, tt.data)
+			dataStart := len(b) - tt.data
+			for i := dataStart; i < len(b); i++ {
+				b[i] = byte(0x80 | i) // unlike any header byte
+			}
+			f, err := open(b)
+			var fe *FormatError
+			if f != nil || !errors.As(err, &fe) || fe.File == nil {
+				t.Fatalf("f = %v, err = %v; want a layout error that carries the header", f, err)
+			}
+			if fe.File.DataOffset() != int64(dataStart) {
+				t.Fatalf("data section at %d, want %d", fe.File.DataOffset(), dataStart)
+			}
+			data := b[dataStart:]
+			if got, err := io.ReadAll(fe.File.DataSection()); err != nil || !bytes.Equal(got, data) {
+				t.Errorf("data section = %x, %v; want %x", got, err, data)
+			}
+			for _, ten := range fe.File.Tensors {
+				r := ten.Open()
+				_, off, n := r.Outer()
+				if off < int64(dataStart) || off+n > int64(len(b)) {
+					t.Errorf("%s: reader over file bytes [%d, %d), outside the data section [%d, %d)", ten.Name, off, off+n, dataStart, len(b))
+				}
+				// What lies inside the data section of [begin, end).
+				begin, end := ten.DataOffsets[0], max(ten.DataOffsets[0], ten.DataOffsets[1])
+				begin, end = min(begin, uint64(len(data))), min(end, uint64(len(data)))
+				want := data[begin:end]
+				if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s %v: read %x, %v; want %x", ten.Name, ten.DataOffsets, got, err, want)
+				}
+			}
+		})
 	}
 }
 
 func TestWriterAndTensorOpen(t *testing.T) {
 	var buf bytes.Buffer
-	data := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	tensors := []struct {
+		name  string
+		dtype DType
+		shape []uint64
+		data  []byte
+	}{
+		{"x", U8, []uint64{2, 4}, []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{"s", F32, []uint64{}, []byte{0, 0, 128, 63}},
+		{"e", BF16, []uint64{0, 3}, nil},
+	}
 	w := NewWriter(&buf)
 	w.SetMetadata(map[string]string{"format": "pt"})
-	if err := w.Add("x", U8, []uint64{2, 4}, data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Add("s", F32, []uint64{}, []byte{0, 0, 128, 63}); err != nil {
-		t.Fatal(err)
+	for _, x := range tensors {
+		if err := w.Add(x.name, x.dtype, x.shape, x.data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -220,41 +261,89 @@ func TestWriterAndTensorOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.HeaderSize%8 != 0 || f.Metadata["format"] != "pt" {
-		t.Errorf("header size %d, metadata %v", f.HeaderSize, f.Metadata)
+	if f.HeaderSize%8 != 0 || f.Metadata["format"] != "pt" || len(f.Tensors) != len(tensors) {
+		t.Fatalf("header size %d, metadata %v, %d tensors", f.HeaderSize, f.Metadata, len(f.Tensors))
 	}
-	x := f.Tensor("x")
-	if x == nil {
-		t.Fatal("no x")
+	for _, x := range tensors {
+		got := f.Tensor(x.name)
+		if got == nil {
+			t.Errorf("no %s", x.name)
+			continue
+		}
+		data, err := io.ReadAll(got.Open())
+		if err != nil || !bytes.Equal(data, x.data) || got.DType != x.dtype || !slices.Equal(got.Shape, x.shape) {
+			t.Errorf("%s = %s %v %v, %v; want %s %v %v", x.name, got.DType, got.Shape, data, err, x.dtype, x.shape, x.data)
+		}
 	}
-	got, err := io.ReadAll(x.Open())
-	if err != nil || !bytes.Equal(got, data) {
-		t.Errorf("x = %v, %v", got, err)
+	// The official order: larger dtype first, then by name.
+	var order []string
+	for _, x := range f.Tensors {
+		order = append(order, x.Name)
 	}
-	// The official order: larger dtype first.
-	if f.Tensors[0].Name != "s" || f.Tensors[0].DataOffsets[0] != 0 {
-		t.Errorf("order = %v", f.Tensors)
+	if want := []string{"s", "e", "x"}; !slices.Equal(order, want) || f.Tensors[0].DataOffsets[0] != 0 {
+		t.Errorf("order %v, want %v", order, want)
 	}
 }
 
+// TestWriterRefuses: an Add that would make a file the reader rejects (or
+// reads differently) is refused, and leaves the Writer as it was: Close
+// still writes a valid file of the tensors added before.
 func TestWriterRefuses(t *testing.T) {
+	type add struct {
+		name  string
+		dtype DType
+		shape []uint64
+		data  []byte
+	}
+	one := add{"x", U8, []uint64{1}, []byte{1}}
 	tests := []struct {
-		name string
-		add  func(w *Writer) error
+		name    string
+		before  []add
+		refused add
+		want    string // in the error
 	}{
-		{"wrong size", func(w *Writer) error { return w.Add("x", F32, []uint64{2}, []byte{1}) }},
-		{"duplicate name", func(w *Writer) error {
-			if err := w.Add("x", U8, []uint64{1}, []byte{1}); err != nil {
-				return nil // the first Add must succeed; report no refusal
-			}
-			return w.Add("x", F32, []uint64{1}, make([]byte, 4))
-		}},
-		{"sub-byte remainder", func(w *Writer) error { return w.Add("x", F4, []uint64{3}, []byte{0, 0}) }},
+		{"wrong size", nil, add{"x", F32, []uint64{2}, []byte{1}}, "needs 8 bytes, got 1"},
+		{"duplicate name", []add{one}, add{"x", F32, []uint64{1}, make([]byte, 4)}, `tensor "x" added twice`},
+		{"duplicate name, same entry", []add{one}, one, `tensor "x" added twice`},
+		{"sub-byte remainder", nil, add{"x", F4, []uint64{3}, []byte{0, 0}}, "does not fill whole bytes"},
+		{"invalid dtype", nil, add{"x", DType(200), []uint64{1}, []byte{0}}, "invalid dtype"},
 	}
 	for _, tt := range tests {
-		if err := tt.add(NewWriter(&bytes.Buffer{})); err == nil {
-			t.Errorf("%s: want an error", tt.name)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := NewWriter(&buf)
+			for _, a := range tt.before {
+				if err := w.Add(a.name, a.dtype, a.shape, a.data); err != nil {
+					t.Fatalf("Add(%s) before the refused one: %v", a.name, err)
+				}
+			}
+			r := tt.refused
+			if err := w.Add(r.name, r.dtype, r.shape, r.data); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one with %q", err, tt.want)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := open(buf.Bytes())
+			if err != nil {
+				t.Fatalf("the file written after a refused Add: %v", err)
+			}
+			if len(f.Tensors) != len(tt.before) || len(f.Duplicates) != 0 {
+				t.Errorf("tensors %v, duplicates %v; want the %d added before", f.Tensors, f.Duplicates, len(tt.before))
+			}
+			for _, a := range tt.before {
+				if x := f.Tensor(a.name); x == nil || x.DType != a.dtype {
+					t.Errorf("%s = %+v, want the tensor added first", a.name, x)
+				}
+			}
+		})
+	}
+	closed := NewWriter(io.Discard)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Add("x", U8, []uint64{1}, []byte{1}); err == nil {
+		t.Error("Add after Close: want an error")
 	}
 	if _, _, err := EncodeHeader([]TensorInfo{{Name: "a", DType: U8, Shape: []uint64{1}}, {Name: "a", DType: F32, Shape: []uint64{1}}}, nil); err == nil {
 		t.Error("EncodeHeader: want an error for a name given twice")
@@ -273,18 +362,35 @@ func TestLookupDType(t *testing.T) {
 	}
 }
 
+// TestDTypes checks the dtype table against the reference's Dtype enum
+// (safetensors/src/tensor.rs), written out here: every dtype it has, with
+// its bit width, and no other.
 func TestDTypes(t *testing.T) {
-	if len(DTypes()) != 22 {
-		t.Fatalf("%d dtypes, want the reference's 22", len(DTypes()))
-	}
 	bits := map[string]int{"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
 		"F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
 		"U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
+	var listed []string
+	for _, d := range DTypes() {
+		listed = append(listed, d.String())
+	}
+	if want := slices.Sorted(maps.Keys(bits)); !slices.Equal(slices.Sorted(slices.Values(listed)), want) {
+		t.Errorf("DTypes() = %v, want the reference's %v", listed, want)
+	}
 	for name, want := range bits {
 		d, ok := ParseDType(name)
 		if !ok || d.Bits() != want || d.String() != name {
 			t.Errorf("%s: parsed %v %v, bits %d, want %d", name, d, ok, d.Bits(), want)
 		}
+		// As JSON (reports), a dtype is its name, and reads back.
+		text, err := d.MarshalText()
+		var back DType
+		if err != nil || string(text) != name || back.UnmarshalText(text) != nil || back != d {
+			t.Errorf("%s: text %q, %v; read back as %v", name, text, err, back)
+		}
+	}
+	var d DType
+	if err := d.UnmarshalText([]byte("bf16")); err == nil {
+		t.Error("UnmarshalText(bf16): header names are case-sensitive")
 	}
 	if _, ok := ParseDType("bf16"); ok {
 		t.Error("dtype names are case-sensitive")

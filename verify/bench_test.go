@@ -85,8 +85,8 @@ func BenchmarkValidateMoENlpodyssey(b *testing.B) {
 			syscall.Munmap(data)
 			f.Close()
 		}
-		if n != 18867 {
-			b.Fatalf("%d tensors", n)
+		if want := len(fixture.Qwen3MoE30B.Specs()); n != want {
+			b.Fatalf("%d tensors, want %d", n, want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,27 +254,19 @@ func TestDiffTransposedMessage(t *testing.T) {
 		}
 	}
 	d := diffPaths(t, published(t), export(t, bf16, nil), DiffOptions{})
-	for _, f := range d.Findings {
-		if f.Code == CodeShapeMismatch && f.Message != "published [32, 64], exported [64, 32] (transposed)" {
-			t.Errorf("message %q", f.Message)
-		}
+	if f := only(t, d.Findings, CodeShapeMismatch); f != nil &&
+		(f.Key != "model.layers.0.mlp.down_proj.weight" || f.Message != "published [32, 64], exported [64, 32] (transposed)") {
+		t.Errorf("finding %v", f)
 	}
 }
 
 func TestDiffValidatesBothSides(t *testing.T) {
 	exp := export(t, fixture.Tiny.Tensors(safetensors.BF16), nil)
 	p := filepath.Join(exp, "model-00001-of-00001.safetensors")
-	st, _ := os.Stat(p)
-	os.Truncate(p, st.Size()-1)
+	resize(t, p, -1)
 	d := diffPaths(t, published(t), exp, DiffOptions{})
-	found := false
-	for _, f := range d.Findings {
-		if f.Code == "metadata_incomplete_buffer" {
-			found = f.Side == Exported
-		}
-	}
-	if !found {
-		t.Errorf("want metadata_incomplete_buffer on the exported side: %v", d.Findings)
+	if f := only(t, d.Findings, CodeMetadataIncompleteBuffer); f != nil && (f.Side != Exported || f.File != p) {
+		t.Errorf("want metadata_incomplete_buffer on the exported side, in %s: %v", p, f)
 	}
 }
 
@@ -284,15 +275,20 @@ func TestDiffRealFilesAgainstThemselves(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Skipf("real third-party files not found at %s (present in CI)", root)
 	}
-	filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+	n := 0
+	err := filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
 		if err != nil || de.IsDir() || filepath.Ext(p) != ".safetensors" {
 			return err
 		}
+		n++
 		if d := diffPaths(t, p, p, DiffOptions{}); len(d.Findings) > 0 {
 			t.Errorf("%s: %v", p, d.Findings)
 		}
 		return nil
 	})
+	if err != nil || n == 0 {
+		t.Fatalf("diffed %d files under %s: %v", n, root, err)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -316,7 +312,8 @@ func mustRename(t *testing.T, expr string) *adapter.Adapter {
 
 // FuzzDiff runs the whole diff, values included, on two arbitrary files, an
 // arbitrary config.json beside the export and an arbitrary adapter file:
-// whatever they say, it must not panic, hang, or allocate by their numbers.
+// whatever they say, it must not panic, hang, or allocate by their numbers,
+// and its JSON report must read back as it was written.
 func FuzzDiff(f *testing.F) {
 	file := func(ts ...fixture.Tensor) []byte {
 		var buf bytes.Buffer
@@ -346,9 +343,27 @@ func FuzzDiff(f *testing.F) {
 			opt.User = []*adapter.Adapter{user}
 		}
 		d := diffPaths(t, pa, pb, opt)
-		if _, err := d.CompareValues(context.Background(), ValueOptions{}); err != nil {
+		values, err := d.CompareValues(context.Background(), ValueOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		NewReport("diff", Error, nil, d.Findings).WriteJSON(io.Discard)
+		for _, f := range append(slices.Clone(d.Findings), values.Findings...) {
+			if f.Code == "" || f.Message == "" || strings.Contains(f.Message, "\n") {
+				t.Fatalf("finding %v", f)
+			}
+		}
+		rep := NewReport("diff", Error, nil, append(d.Findings, values.Findings...))
+		rep.Values = values
+		var first, second bytes.Buffer
+		if err := rep.WriteJSON(&first); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadReport(bytes.NewReader(first.Bytes()))
+		if err != nil {
+			t.Fatalf("the report does not read back: %v", err)
+		}
+		if back.WriteJSON(&second); second.String() != first.String() {
+			t.Fatalf("read back and written again:\n%s\nwant:\n%s", second.String(), first.String())
+		}
 	})
 }

@@ -83,23 +83,27 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 	if err := dec.Decode(&file); err != nil {
 		return ValuePolicy{}, fmt.Errorf("policy: %v", jsonMessage(err))
 	}
+	// A second object would be silently ignored, and its rules with it.
+	if _, err := dec.Token(); err != io.EOF {
+		return ValuePolicy{}, fmt.Errorf("policy: text after the policy object (at byte %d)", dec.InputOffset())
+	}
 	var p ValuePolicy
 	if file.Default != nil {
 		p.Default = *file.Default
 	}
 	if err := checkTolerance(p.Default); err != nil {
-		return p, err
+		return ValuePolicy{}, fmt.Errorf("policy: default: %v", err)
 	}
 	for i, rule := range file.Rules {
 		if rule.Match == "" {
-			return p, fmt.Errorf("policy: rule %d: empty match pattern", i+1)
+			return ValuePolicy{}, fmt.Errorf("policy: rule %d: empty match pattern", i+1)
 		}
 		if rule.Skip == "" && rule.Atol == nil && rule.Rtol == nil {
-			return p, fmt.Errorf("policy: rule %d (%s): says neither a tolerance nor skip", i+1, rule.Match)
+			return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): says neither a tolerance nor skip", i+1, rule.Match)
 		}
 		for _, v := range []*float64{rule.Atol, rule.Rtol} {
 			if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
-				return p, fmt.Errorf("policy: rule %d (%s): tolerances must be finite and non-negative", i+1, rule.Match)
+				return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): tolerances must be finite and non-negative", i+1, rule.Match)
 			}
 		}
 	}

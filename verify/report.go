@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
@@ -119,6 +120,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func ReadReport(rd io.Reader) (*Report, error) {
 	var r Report
 	dec := json.NewDecoder(rd)
+	dec.UseNumber() // details are any: keep their numbers exact (uint64 above 2^53)
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("not a ckptcheck JSON report: %v", jsonMessage(err))
 	}
@@ -134,7 +136,10 @@ func jsonMessage(err error) string {
 	case *json.SyntaxError:
 		return fmt.Sprintf("%s (at byte %d)", e.Error(), e.Offset)
 	case *json.UnmarshalTypeError:
+		if e.Field == "" { // the document itself
+			return fmt.Sprintf("a JSON %s, not an object", e.Value)
+		}
 		return fmt.Sprintf("field %s holds a JSON %s of the wrong kind (at byte %d)", e.Field, e.Value, e.Offset)
 	}
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "json: ")
 }

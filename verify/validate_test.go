@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,6 +47,14 @@ func openCheckpoint(t testing.TB, path string) *checkpoint.Checkpoint {
 	return c
 }
 
+// must fails the test on an error of its setup.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func codeList(fs []Finding) []string {
 	var out []string
 	for _, f := range fs {
@@ -58,8 +67,9 @@ func codeList(fs []Finding) []string {
 func editIndex(t *testing.T, dir string, edit func(wm map[string]any, meta map[string]any)) {
 	t.Helper()
 	idx := map[string]any{}
-	b, _ := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
-	if err := jsonUnmarshal(b, &idx); err != nil {
+	b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	must(t, err)
+	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
 	}
 	edit(idx["weight_map"].(map[string]any), idx["metadata"].(map[string]any))
@@ -77,7 +87,7 @@ func TestValidateCheckpoints(t *testing.T) {
 		want  []string
 	}{
 		{"healthy", func(*testing.T, string) {}, nil},
-		{"missing shard", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, shard2)) },
+		{"missing shard", func(t *testing.T, dir string) { must(t, os.Remove(filepath.Join(dir, shard2))) },
 			[]string{"index_missing_shard"}},
 		{"unsafe paths", func(t *testing.T, dir string) {
 			editIndex(t, dir, func(wm, _ map[string]any) {
@@ -93,53 +103,56 @@ func TestValidateCheckpoints(t *testing.T) {
 			editIndex(t, dir, func(wm, _ map[string]any) { delete(wm, "model.norm.weight") })
 		}, []string{"shard_key_not_in_index"}},
 		{"duplicate across shards", func(t *testing.T, dir string) {
-			f, _ := safetensors.Open(filepath.Join(dir, shard1))
-			first := f.Tensors[0]
-			data, _ := io.ReadAll(first.Open())
-			f.Close()
-			fixture.WriteFile(filepath.Join(dir, "model-00004-of-00003.safetensors"), []fixture.Tensor{{Name: first.Name, DType: first.DType, Shape: first.Shape, Data: data}}, nil)
+			f, err := safetensors.Open(filepath.Join(dir, shard1))
+			must(t, err)
+			defer f.Close()
+			first := f.Tensor("model.embed_tokens.weight")
+			if first == nil {
+				t.Fatalf("%s holds no model.embed_tokens.weight", shard1)
+			}
+			data, err := io.ReadAll(first.Open())
+			must(t, err)
+			must(t, fixture.WriteFile(filepath.Join(dir, "model-00004-of-00003.safetensors"), []fixture.Tensor{{Name: first.Name, DType: first.DType, Shape: first.Shape, Data: data}}, nil))
 			editIndex(t, dir, func(wm, _ map[string]any) { wm["z"] = "model-00004-of-00003.safetensors" })
 		}, []string{"duplicate_key_across_shards", "index_key_not_in_shard", "index_total_size_mismatch", "shard_key_not_in_index"}},
 		{"total size", func(t *testing.T, dir string) {
 			editIndex(t, dir, func(_, meta map[string]any) { meta["total_size"] = 12 })
 		}, []string{"index_total_size_mismatch"}},
 		{"unreferenced shard", func(t *testing.T, dir string) {
-			fixture.WriteFile(filepath.Join(dir, "consolidated.safetensors"), nil, nil)
+			must(t, fixture.WriteFile(filepath.Join(dir, "consolidated.safetensors"), nil, nil))
 		}, []string{"unreferenced_shard"}},
 		{"index not json", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte("{"), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte("{"), 0o644))
 		}, []string{"index_invalid"}},
 		{"index without weight_map", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"metadata":{}}`), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"metadata":{}}`), 0o644))
 		}, []string{"index_invalid"}},
 		{"truncated shard", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, shard2)
-			st, _ := os.Stat(p)
-			os.Truncate(p, st.Size()-3)
+			resize(t, filepath.Join(dir, shard2), -3)
 		}, []string{"metadata_incomplete_buffer"}},
 		{"lfs pointer", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, shard2), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, shard2), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644))
 		}, []string{"header_too_large"}},
 		{"config vocab", func(t *testing.T, dir string) {
 			cfg := fixture.Tiny.Config("bfloat16")
 			cfg["vocab_size"] = 1000
-			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg))
 		}, []string{"config_mismatch"}},
 		{"config layers", func(t *testing.T, dir string) {
 			cfg := fixture.Tiny.Config("bfloat16")
 			cfg["num_hidden_layers"] = 3
-			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg))
 		}, []string{"config_mismatch"}},
 		{"config layers missing", func(t *testing.T, dir string) {
 			cfg := fixture.Tiny.Config("bfloat16")
 			cfg["num_hidden_layers"] = 6
-			fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg)
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg))
 		}, []string{"config_mismatch"}},
 		{"config dtype", func(t *testing.T, dir string) {
-			fixture.WriteJSON(filepath.Join(dir, "config.json"), fixture.Tiny.Config("float32"))
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), fixture.Tiny.Config("float32")))
 		}, []string{"config_mismatch"}},
 		{"config not json", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "config.json"), []byte("nope"), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte("nope"), 0o644))
 		}, []string{"config_invalid"}},
 	}
 	for _, tt := range tests {
@@ -161,7 +174,7 @@ func TestValidateCheckpoints(t *testing.T) {
 
 func TestValidateLFSMessage(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "model.safetensors")
-	os.WriteFile(p, []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644)
+	must(t, os.WriteFile(p, []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644))
 	got := validatePath(t, p)
 	if len(got) != 1 || !strings.Contains(got[0].Message, "Git LFS pointer") {
 		t.Errorf("got %v", got)
@@ -177,7 +190,7 @@ func TestValidateWarnings(t *testing.T) {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
 		b = append(append(b, header...), make([]byte, data)...)
 		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
+		must(t, os.WriteFile(p, b, 0o644))
 		return p
 	}
 	tests := []struct {
@@ -221,7 +234,11 @@ func TestValidateRealFiles(t *testing.T) {
 
 func TestFormatCodesAreTheReferenceKinds(t *testing.T) {
 	docs := Codes()
-	for i, k := range safetensors.ErrorKinds() {
+	kinds := safetensors.ErrorKinds()
+	if len(docs) < len(kinds) {
+		t.Fatalf("%d codes, fewer than the %d format error kinds", len(docs), len(kinds))
+	}
+	for i, k := range kinds {
 		if docs[i].Code != FormatCode(k) {
 			t.Errorf("code %d is %s, want the reference kind %s", i, docs[i].Code, k)
 		}
@@ -239,17 +256,19 @@ func TestIgnores(t *testing.T) {
 		{Code: CodeDTypeMismatch, Key: "x"},
 		{Code: CodeUnchanged, Keys: []string{"model.layers.1.a", "model.layers.2.a", "b"}},
 	}
+	all := []string{"model.layers.1.a", "model.layers.2.a", "b"}
 	tests := []struct {
-		specs   []string
-		kept    int
-		ignored int
+		specs     []string
+		kept      int
+		ignored   int
+		unchanged []string // the keys of the unchanged finding kept
 	}{
-		{nil, 4, 0},
-		{[]string{"dtype_mismatch"}, 3, 1},
-		{[]string{"missing_key=model.layers.*"}, 3, 1},
-		{[]string{"missing_key=*", "unchanged"}, 1, 3},
-		{[]string{"unchanged=model.layers.*"}, 4, 2},
-		{[]string{"unchanged=*"}, 3, 3},
+		{nil, 4, 0, all},
+		{[]string{"dtype_mismatch"}, 3, 1, all},
+		{[]string{"missing_key=model.layers.*"}, 3, 1, all},
+		{[]string{"missing_key=*", "unchanged"}, 1, 3, nil},
+		{[]string{"unchanged=model.layers.*"}, 4, 2, []string{"b"}},
+		{[]string{"unchanged=*"}, 3, 3, nil},
 	}
 	for _, tt := range tests {
 		var igs []Ignore
@@ -263,6 +282,15 @@ func TestIgnores(t *testing.T) {
 		kept, ignored := ApplyIgnores(fs, igs)
 		if len(kept) != tt.kept || ignored != tt.ignored {
 			t.Errorf("%v: kept %d, ignored %d; want %d, %d", tt.specs, len(kept), ignored, tt.kept, tt.ignored)
+		}
+		var unchanged []string
+		for _, f := range kept {
+			if f.Code == CodeUnchanged {
+				unchanged = f.Keys
+			}
+		}
+		if !slices.Equal(unchanged, tt.unchanged) {
+			t.Errorf("%v: unchanged keys %v, want %v", tt.specs, unchanged, tt.unchanged)
 		}
 	}
 	if len(fs[3].Keys) != 3 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 func ckptcheck(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -19,6 +21,28 @@ func ckptcheck(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = run(context.Background(), append([]string{"ckptcheck"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// The committed example (testdata/, written by fixture.WriteExample): the
+// tiny Qwen3 in BF16 as published, and an F32 export of it that lost
+// model.layers.2.self_attn.k_norm.weight. Counts in expected output come
+// from here.
+var (
+	tinySpecs   = fixture.Tiny.Specs()
+	tinyTensors = len(tinySpecs)  // published
+	exportedN   = tinyTensors - 1 // exported, each a dtype warning
+	mlpTensors  = count(tinySpecs, func(s fixture.Spec) bool { return strings.Contains(s.Name, ".mlp.") })
+	kNorms      = count(tinySpecs, func(s fixture.Spec) bool { return strings.HasSuffix(s.Name, ".k_norm.weight") })
+)
+
+func count[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 func tinyCheckpoint(t *testing.T) string {
@@ -89,7 +113,7 @@ func TestValidateJSON(t *testing.T) {
 	}
 	if code != 1 || rep.Schema != "ckptcheck.report/v1" || rep.Command != "validate" || rep.OK ||
 		rep.Summary["error"] != 1 || len(rep.Findings) != 1 || rep.Findings[0].Code != "metadata_incomplete_buffer" ||
-		rep.Findings[0].Severity != "error" || rep.Findings[0].File != bad || rep.Inputs[0].Path != bad {
+		rep.Findings[0].Severity != "error" || rep.Findings[0].File != bad || len(rep.Inputs) != 1 || rep.Inputs[0].Path != bad {
 		t.Errorf("exit %d, report %+v", code, rep)
 	}
 }
@@ -97,7 +121,7 @@ func TestValidateJSON(t *testing.T) {
 func TestInspect(t *testing.T) {
 	dir := tinyCheckpoint(t)
 	_, out, _ := ckptcheck(t, "inspect", dir)
-	for _, want := range []string{"model.layers.3.mlp.down_proj.weight", "BF16", "[32, 64]", "46 tensors", "in 3 files", "format = pt", "NAME  ", "PARAMETERS"} {
+	for _, want := range []string{"model.layers.3.mlp.down_proj.weight", "BF16", "[32, 64]", fmt.Sprintf("%d tensors", tinyTensors), "in 3 files", "format = pt", "NAME  ", "PARAMETERS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)
 		}
@@ -128,8 +152,16 @@ func TestInspect(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ins); err != nil {
 		t.Fatal(err)
 	}
-	if ins.Schema != "ckptcheck.report/v1" || len(ins.Tensors) != 4 || ins.Totals.Parameters != 32 || ins.Totals.ByDType["BF16"].Tensors != 4 || ins.Tree == nil || ins.Tree.Parameters != 32 {
-		t.Errorf("%+v", ins)
+	// Each k_norm holds head_dim parameters.
+	params := uint64(kNorms * fixture.Tiny.HeadDim)
+	if ins.Schema != "ckptcheck.report/v1" || len(ins.Tensors) != kNorms || ins.Totals.Parameters != params ||
+		ins.Totals.ByDType["BF16"].Tensors != kNorms || ins.Tree == nil || ins.Tree.Parameters != params {
+		t.Errorf("want %d tensors of %d parameters: %+v", kNorms, params, ins)
+	}
+	for _, x := range ins.Tensors {
+		if !strings.HasSuffix(x.Name, ".k_norm.weight") || x.DType != "BF16" || x.Parameters != uint64(fixture.Tiny.HeadDim) {
+			t.Errorf("filtered tensor %+v", x)
+		}
 	}
 }
 
@@ -143,10 +175,13 @@ func TestControlCharactersEscaped(t *testing.T) {
 }
 
 func TestCodesListed(t *testing.T) {
-	_, out, _ := ckptcheck(t, "codes")
-	for _, c := range []string{"header_too_small", "metadata_incomplete_buffer", "index_unsafe_path", "config_mismatch"} {
-		if !strings.Contains(out, c) {
-			t.Errorf("codes output lacks %s", c)
+	code, out, _ := ckptcheck(t, "codes")
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	for _, c := range verify.Codes() {
+		if !strings.Contains(out, string(c.Code)) {
+			t.Errorf("codes output lacks %s", c.Code)
 		}
 	}
 }
@@ -156,9 +191,9 @@ var writeExample = fixture.WriteExample
 func TestDiffCommand(t *testing.T) {
 	pub, exp := "../../testdata/published", "../../testdata/exported"
 	code, out, _ := ckptcheck(t, "diff", pub, exp)
-	if code != 1 || !strings.HasPrefix(out, "FAIL: 1 error, 45 warnings\n") ||
+	if code != 1 || !strings.HasPrefix(out, fmt.Sprintf("FAIL: 1 error, %d warnings\n", exportedN)) ||
 		!strings.Contains(out, "model.layers.2.self_attn.k_norm.weight: in published, missing from exported") ||
-		!strings.Contains(out, "45 tensors BF16 → F32") {
+		!strings.Contains(out, fmt.Sprintf("%d tensors BF16 → F32", exportedN)) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	tests := []struct {
@@ -184,25 +219,40 @@ func TestDiffCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d (%s)", tt.args, code, tt.code, stderr)
 		}
 	}
+	// Forcing torchtitan-hf on an export with HF names strips their
+	// "model.": no key matches. Every published key is missing, every
+	// exported one unexpected, and one low_key_overlap says why.
 	_, out, _ = ckptcheck(t, "diff", pub, exp, "--format", "json", "--adapter", "published=hf", "--adapter", "torchtitan-hf")
 	var rep struct {
 		Inputs []struct {
 			Side, Adapter string
+			Tensors       int
 		}
 		Findings []struct{ Code, Key, Side string }
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Inputs) != 2 || rep.Inputs[0].Side != "published" || rep.Inputs[1].Adapter != "torchtitan-hf" || len(rep.Findings) != 92 {
-		t.Errorf("%+v", rep)
+	if len(rep.Inputs) != 2 || rep.Inputs[0].Side != "published" || rep.Inputs[0].Adapter != "hf" || rep.Inputs[0].Tensors != tinyTensors ||
+		rep.Inputs[1].Side != "exported" || rep.Inputs[1].Adapter != "torchtitan-hf" || rep.Inputs[1].Tensors != exportedN {
+		t.Fatalf("inputs %+v", rep.Inputs)
+	}
+	codes := map[string]int{}
+	for _, f := range rep.Findings {
+		codes[f.Code]++
+		if f.Code == "unexpected_key" && strings.HasPrefix(f.Key, "model.layers.") {
+			t.Errorf("exported %s kept its prefix under torchtitan-hf", f.Key)
+		}
+	}
+	if want := map[string]int{"missing_key": tinyTensors, "unexpected_key": exportedN, "low_key_overlap": 1}; !maps.Equal(codes, want) {
+		t.Errorf("findings %v, want %v", codes, want)
 	}
 }
 
 func TestDiffValuesCommand(t *testing.T) {
 	pub, exp := "../../testdata/published", "../../testdata/exported"
 	code, out, _ := ckptcheck(t, "diff", pub, exp, "--values")
-	if code != 1 || !strings.Contains(out, "values: 45 compared: 45 equal values\n") {
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("values: %d compared: %d equal values\n", exportedN, exportedN)) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	// A perturbed export: fails exactly, passes with --rtol.
@@ -211,17 +261,21 @@ func TestDiffValuesCommand(t *testing.T) {
 	for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
 		ts = append(ts, fixture.Perturb(x, safetensors.F32, 1e-3, 2))
 	}
-	fixture.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil)
+	if err := fixture.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = ckptcheck(t, "diff", pub, dir, "--values")
-	if code != 1 || !strings.Contains(out, "value_mismatch (46)") || !strings.Contains(out, "largest changes") {
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("value_mismatch (%d)", tinyTensors)) || !strings.Contains(out, "largest changes") {
 		t.Errorf("exact: exit %d:\n%s", code, out)
 	}
 	code, out, _ = ckptcheck(t, "diff", pub, dir, "--values", "--rtol", "1e-2", "--fail-on", "warning")
-	if code != 1 || strings.Contains(out, "value_mismatch") || !strings.Contains(out, "46 within tolerance") {
+	if code != 1 || strings.Contains(out, "value_mismatch") || !strings.Contains(out, fmt.Sprintf("%d within tolerance", tinyTensors)) {
 		t.Errorf("rtol: exit %d:\n%s", code, out) // exit 1 for the dtype warnings
 	}
 	policy := filepath.Join(t.TempDir(), "policy.json")
-	os.WriteFile(policy, []byte(`{"rules":[{"match":"*.mlp.*","rtol":1e-2},{"match":"*","skip":"checked elsewhere"}]}`), 0o644)
+	if err := os.WriteFile(policy, []byte(`{"rules":[{"match":"*.mlp.*","rtol":1e-2},{"match":"*","skip":"checked elsewhere"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, out, _ = ckptcheck(t, "diff", pub, dir, "--values", "--policy", policy, "--format", "json")
 	var rep struct {
 		Values struct {
@@ -238,8 +292,10 @@ func TestDiffValuesCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Values.WithinTolerance != 12 || rep.Values.Skipped != 34 || len(rep.Values.Tensors) != 46 {
-		t.Errorf("%+v", rep.Values)
+	// The MLP tensors are compared (within 1e-2), the rest skipped.
+	if rep.Values.WithinTolerance != mlpTensors || rep.Values.Compared != mlpTensors || rep.Values.Skipped != tinyTensors-mlpTensors ||
+		len(rep.Values.Tensors) != tinyTensors {
+		t.Errorf("want %d of %d tensors compared: %+v", mlpTensors, tinyTensors, rep.Values)
 	}
 	// Statistics of a skipped tensor are undefined: null, never 0.
 	for _, x := range rep.Values.Tensors {

@@ -41,32 +41,46 @@ func (s *syncBuffer) String() string {
 }
 
 // TestProgressFollowsResize draws while the terminal narrows: every line
-// fits the width of its moment.
+// fits the width of its moment. It waits for the drawing goroutine to show
+// each width rather than for a time, so a slow machine only makes it slower.
 func TestProgressFollowsResize(t *testing.T) {
 	var out syncBuffer
 	var mu sync.Mutex
 	width := 120
+	lines := func() []string {
+		var ls []string
+		for _, l := range strings.Split(out.String(), "\r") {
+			ls = append(ls, strings.TrimSuffix(l, "\x1b[K"))
+		}
+		return ls
+	}
+	// waitFor returns the index of the first line that satisfies ok.
+	waitFor := func(what string, ok func(string) bool) int {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			for i, l := range lines() {
+				if ok(l) {
+					return i
+				}
+			}
+		}
+		ls := lines()
+		t.Fatalf("no %s line in %d drawn; the last: %q", what, len(ls), ls[max(len(ls)-3, 0):])
+		return 0
+	}
 	p := startProgress(&out, func() int { mu.Lock(); defer mu.Unlock(); return width }, 1000, time.Millisecond)
-	for i := range 50 {
-		p.update(int64(i*20), 1000)
-		if i == 25 {
-			mu.Lock()
-			width = 30
-			mu.Unlock()
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	p.update(500, 1000)
+	waitFor("wide", func(l string) bool { return len(l) > 29 })
+	mu.Lock()
+	width = 30
+	mu.Unlock()
+	p.update(600, 1000)
+	narrow := waitFor("narrow", func(l string) bool { return len(l) > 0 && len(l) <= 29 })
 	p.finish()
-	lines := strings.Split(out.String(), "\r")
-	narrow := false
-	for _, l := range lines {
-		l = strings.TrimSuffix(l, "\x1b[K")
-		if len(l) > 119 {
-			t.Fatalf("line wider than the terminal: %q", l)
+	for i, l := range lines() {
+		// A draw that read the width before the change may still land
+		// after it; once a narrow line is drawn, every later one is narrow.
+		if len(l) > 119 || (i > narrow && len(l) > 29) {
+			t.Errorf("line %d of %d columns (narrow from line %d): %q", i, len(l), narrow, l)
 		}
-		narrow = narrow || (len(l) > 0 && len(l) <= 29)
-	}
-	if !narrow {
-		t.Error("no line drawn for the narrow terminal")
 	}
 }
