@@ -289,7 +289,7 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 		variant = variants[0] // no choice to make
 	}
 	if variant != "" && !slices.Contains(variants, variant) {
-		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, listOrNone(quoteVariants(variants)))
+		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, listOrNone(VariantNames(variants)))
 	}
 	c.Variant = variant
 	for _, v := range variants {
@@ -314,7 +314,8 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 	return "", names, nil
 }
 
-func quoteVariants(vs []string) []string {
+// VariantNames writes variants for messages: "" is "(plain)".
+func VariantNames(vs []string) []string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = v

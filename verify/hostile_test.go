@@ -3,10 +3,8 @@ package verify
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
@@ -48,44 +46,17 @@ func TestHostileExportsBounded(t *testing.T) {
 	q := fixture.TinyMoE
 	pub := writePublished(t, q, nil)
 	pubTensors := len(q.Specs())
-	// stacked is a header of layers of zero-byte expert stacks shaped
-	// [65536, 0, 8]: valid, 27 bytes of header per tensor, no data.
-	stacked := func(layers int) string {
-		var b strings.Builder
-		b.WriteString("{")
-		for l := range layers {
-			for j, w := range []string{"w1", "w2", "w3"} {
-				if l+j > 0 {
-					b.WriteString(",")
-				}
-				fmt.Fprintf(&b, `"layers.%d.moe.experts.%s":{"dtype":"BF16","shape":[65536,0,8],"data_offsets":[0,0]}`, l, w)
-			}
-		}
-		b.WriteString("}")
-		return b.String()
-	}
-	// permuted is an invalid file of wq entries of 4M rows: its layout
-	// rules must never run, since the shard fails validation.
-	var permuted strings.Builder
-	permuted.WriteString("{")
-	for l := range 8 {
-		if l > 0 {
-			permuted.WriteString(",")
-		}
-		fmt.Fprintf(&permuted, `"layers.%d.attention.wq.weight":{"dtype":"BF16","shape":[4194304,1],"data_offsets":[0,8388608]}`, l)
-	}
-	permuted.WriteString("}")
 	tests := []struct {
 		name   string
 		header string
 		data   int
 		config string
 	}{
-		{"stacked experts of zero bytes", stacked(1), 0, ""},
-		{"100 layers of them", stacked(100), 0, ""},
-		{"an invalid file of permuted rows", permuted.String(), 16, ""},
-		{"a layer count of 2^64-1", stacked(1), 0, `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615}`},
-		{"numbers of every kind", stacked(2), 0, `{"model_type":"qwen3_moe","num_hidden_layers":-1,"num_attention_heads":0,"hidden_size":2.5,"num_key_value_heads":"4","head_dim":null,"vocab_size":1e300}`},
+		{"stacked experts of zero bytes", fixture.StackedZeroHeader(1), 0, ""},
+		{"100 layers of them", fixture.StackedZeroHeader(100), 0, ""},
+		{"an invalid file of permuted rows", fixture.PermutedRowsHeader(), 16, ""},
+		{"a layer count of 2^64-1", fixture.StackedZeroHeader(1), 0, `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615}`},
+		{"numbers of every kind", fixture.StackedZeroHeader(2), 0, `{"model_type":"qwen3_moe","num_hidden_layers":-1,"num_attention_heads":0,"hidden_size":2.5,"num_key_value_heads":"4","head_dim":null,"vocab_size":1e300}`},
 	}
 	for _, tt := range tests {
 		dir := filepath.Join(t.TempDir(), "exported")

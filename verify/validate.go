@@ -48,20 +48,9 @@ func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) 
 			v = "the plain model.safetensors"
 		}
 		out = append(out, Finding{Code: CodeVariants, Severity: Info, File: c.Source.Path("."),
-			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(variantNames(c.Variants), ", "), v)})
+			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(checkpoint.VariantNames(c.Variants), ", "), v)})
 	}
 	return out, nil
-}
-
-func variantNames(vs []string) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v
-		if v == "" {
-			out[i] = "(plain)"
-		}
-	}
-	return out
 }
 
 // A shardScan is what one pass over a shard's tensors learns; shards are

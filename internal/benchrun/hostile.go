@@ -51,36 +51,14 @@ func writeHostile(dir string) error {
 	if err := fixture.WriteSharded(filepath.Join(dir, "pub"), q.Tensors(safetensors.BF16), 2, q.Config("bfloat16")); err != nil {
 		return err
 	}
-	stacked := func(layers int) string {
-		var b strings.Builder
-		b.WriteString("{")
-		for l := range layers {
-			for j, w := range []string{"w1", "w2", "w3"} {
-				if l+j > 0 {
-					b.WriteString(",")
-				}
-				fmt.Fprintf(&b, `"layers.%d.moe.experts.%s":{"dtype":"BF16","shape":[65536,0,8],"data_offsets":[0,0]}`, l, w)
-			}
-		}
-		return b.String() + "}"
-	}
-	var permuted strings.Builder
-	permuted.WriteString("{")
-	for l := range 8 {
-		if l > 0 {
-			permuted.WriteString(",")
-		}
-		fmt.Fprintf(&permuted, `"layers.%d.attention.wq.weight":{"dtype":"BF16","shape":[4194304,1],"data_offsets":[0,8388608]}`, l)
-	}
-	permuted.WriteString("}")
 	for _, f := range []struct {
 		name, header, config string
 		data                 int
 	}{
-		{"stacked", stacked(1), `{"model_type":"qwen3_moe"}`, 0},
-		{"stacked100", stacked(100), `{"model_type":"qwen3_moe"}`, 0},
-		{"permuted", permuted.String(), "", 16},
-		{"layers", stacked(1), `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615,"num_attention_heads":0,"hidden_size":-1,"head_dim":"x"}`, 0},
+		{"stacked", fixture.StackedZeroHeader(1), `{"model_type":"qwen3_moe"}`, 0},
+		{"stacked100", fixture.StackedZeroHeader(100), `{"model_type":"qwen3_moe"}`, 0},
+		{"permuted", fixture.PermutedRowsHeader(), "", 16},
+		{"layers", fixture.StackedZeroHeader(1), `{"model_type":"qwen3_moe","num_hidden_layers":18446744073709551615,"num_attention_heads":0,"hidden_size":-1,"head_dim":"x"}`, 0},
 	} {
 		if err := writeRaw(filepath.Join(dir, f.name, "model.safetensors"), f.header, f.data); err != nil {
 			return err
