@@ -34,31 +34,20 @@ const maxLine = 1000
 func GitHub(w io.Writer, r *verify.Report, opt Options) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ckptcheck %s: %s\n", r.Command, Verdict(r))
-	type line struct {
-		text, file string
-		code       verify.Code
-		findings   int
+	var bySeverity [verify.Never][]struct {
+		groupLine
+		code verify.Code
 	}
-	var bySeverity [verify.Never][]line
 	for _, g := range groupByCode(r.Findings) {
 		sev := g[0].Severity
 		if sev < verify.Info || sev > verify.Error {
 			continue
 		}
-		file := g[0].File
-		for _, f := range g[1:] {
-			if f.File != file {
-				file = ""
-				break
-			}
-		}
-		lines := renderGroup(g, opt.Verbose)
-		for i, text := range lines {
-			n := 0
-			if i == 0 {
-				n = len(g) // the group's findings are counted on its first line
-			}
-			bySeverity[sev] = append(bySeverity[sev], line{text: text, file: file, code: g[0].Code, findings: n})
+		for _, l := range collapseGroup(g, opt.Verbose) {
+			bySeverity[sev] = append(bySeverity[sev], struct {
+				groupLine
+				code verify.Code
+			}{l, g[0].Code})
 		}
 	}
 	where := "the step summary"
@@ -73,7 +62,9 @@ func GitHub(w io.Writer, r *verify.Report, opt Options) error {
 		}
 		for _, l := range shown {
 			props := "title=" + escapeProperty("ckptcheck "+string(l.code))
-			if l.file != "" {
+			// A file the annotation can point at; a name with control
+			// characters is in the message only, escaped.
+			if l.file != "" && quote(l.file) == l.file {
 				props += ",file=" + escapeProperty(l.file)
 			}
 			fmt.Fprintf(&b, "::%s %s::%s\n", annotation(sev), props, escapeData(clip(l.text, maxLine)))
@@ -81,9 +72,9 @@ func GitHub(w io.Writer, r *verify.Report, opt Options) error {
 		if rest := lines[len(shown):]; len(rest) > 0 {
 			findings := 0
 			for _, l := range rest {
-				findings += l.findings
+				findings += l.count
 			}
-			msg := fmt.Sprintf("%s more (%s) not annotated: see %s", plural(len(rest), sev.String()+" line"), plural(findings, "finding"), where)
+			msg := fmt.Sprintf("%s (%s) not annotated: see %s", plural(len(rest), "more "+sev.String()+" line"), plural(findings, "finding"), where)
 			fmt.Fprintf(&b, "::%s title=%s::%s\n", annotation(sev), escapeProperty("ckptcheck: more findings"), escapeData(msg))
 		}
 	}

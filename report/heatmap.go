@@ -67,7 +67,7 @@ type heatCell struct {
 
 type heatRow struct {
 	Label string      `json:"label"`
-	Kind  string      `json:"kind"` // layer, embedding, head or other
+	Kind  string      `json:"kind"`  // layer, embedding, head or other
 	Cells []*heatCell `json:"cells"` // layer rows: one per column, nil where the layer has no such tensor
 }
 
@@ -205,7 +205,7 @@ func buildHeatmap(r *verify.Report) *heatmap {
 			row = &heatRow{Label: kind, Kind: kind}
 			special[kind] = row
 		}
-		row.Cells = append(row.Cells, &heatCell{Label: label, Keys: []string{k}})
+		row.Cells = append(row.Cells, &heatCell{Label: quote(label), Keys: []string{k}})
 	}
 
 	hm := &heatmap{}
@@ -248,7 +248,7 @@ func buildHeatmap(r *verify.Report) *heatmap {
 	for _, id := range ids {
 		label := strconv.Itoa(id.n)
 		if len(stacks) > 1 {
-			label = id.stack + "." + label
+			label = quote(id.stack) + "." + label
 		}
 		row := &heatRow{Label: label, Kind: "layer", Cells: make([]*heatCell, len(hm.Columns))}
 		for i, col := range hm.Columns {
@@ -327,7 +327,7 @@ func (c *heatCell) summarize(status map[string]string, stats map[string]*verify.
 		c.Tip = tip.String()
 		return
 	}
-	fmt.Fprintf(&tip, "%s\n%s:", quote(collapseKeys(c.Keys)[0]), plural(len(c.Keys), "tensor"))
+	fmt.Fprintf(&tip, "%s\n%s:", quote(collapseNumbers(c.Keys)), plural(len(c.Keys), "tensor"))
 	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
 		if counts[d] > 0 {
 			fmt.Fprintf(&tip, " %d %s", counts[d], d)
@@ -409,4 +409,33 @@ func gradient() string {
 		stops[i] = fmt.Sprintf("rgb(%d,%d,%d) %d%%", int(c[0]), int(c[1]), int(c[2]), i*100/(len(viridis)-1))
 	}
 	return "linear-gradient(to right, " + strings.Join(stops, ", ") + ")"
+}
+
+// collapseNumbers writes the keys of one cell (the experts of a layer) as
+// one: model.layers.3.mlp.experts.{0..127}.up_proj.weight. Keys that differ
+// in more than their numbers give the first key and "…".
+func collapseNumbers(keys []string) string {
+	template, _ := keyTemplate(keys[0])
+	var nums [][]int
+	for _, k := range keys {
+		t, n := keyTemplate(k)
+		if t != template {
+			return keys[0] + " …"
+		}
+		if nums == nil {
+			nums = make([][]int, len(n))
+		}
+		for i := range n {
+			nums[i] = append(nums[i], n[i])
+		}
+	}
+	for _, n := range nums {
+		r := textfmt.IndexRanges(n)
+		if !strings.ContainsAny(r, ".,") {
+			template = strings.Replace(template, "{}", r, 1)
+		} else {
+			template = strings.Replace(template, "{}", "{"+r+"}", 1)
+		}
+	}
+	return template
 }

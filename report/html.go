@@ -26,15 +26,20 @@ var (
 // collapsed lines above the list cover them all.
 const maxHTMLFindings = 10_000
 
-// page is the HTML template, with its style and script inlined, and the
-// Content-Security-Policy that lets the page load nothing at all: no
-// network, no fonts, no script but its own (named by its hash).
-var page, pageCSP = func() (*template.Template, string) {
-	sum := sha256.Sum256([]byte(pageJS))
-	csp := "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" +
-		base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'"
+// scriptHash stands in the page's Content-Security-Policy for the hash of
+// its script, which is known once the template has written it (the
+// template drops the script's comments).
+const scriptHash = "SCRIPTHASH"
+
+// pageCSP lets the page load nothing at all: no network, no fonts, no
+// script but its own.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" + scriptHash +
+	"'; base-uri 'none'; form-action 'none'"
+
+// page is the HTML template, with its style and script inlined.
+var page = func() *template.Template {
 	text := strings.Replace(strings.Replace(pageTemplate, "[[CSS]]", pageCSS, 1), "[[JS]]", pageJS, 1)
-	t := template.Must(template.New("page").Funcs(template.FuncMap{
+	return template.Must(template.New("page").Funcs(template.FuncMap{
 		"cellStyle": func(color string) template.CSS { return template.CSS("background:" + cssColor(color)) },
 		"relText":   func(f verify.Float) string { return fmt.Sprintf("%.6g", float64(f)) },
 		"plural":    func(n int, noun string) string { return plural(n, noun) },
@@ -52,7 +57,6 @@ var page, pageCSP = func() (*template.Template, string) {
 			return parts
 		},
 	}).Parse(text))
-	return t, csp
 }()
 
 // cssColor passes a colour of ours (#rrggbb) and nothing else.
@@ -193,6 +197,11 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 	if err := page.Execute(&b, p); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, b.String())
+	out := b.String()
+	i := strings.LastIndex(out, "<script>") + len("<script>")
+	j := strings.LastIndex(out, "</script>")
+	sum := sha256.Sum256([]byte(out[i:j]))
+	out = strings.Replace(out, scriptHash, base64.StdEncoding.EncodeToString(sum[:]), 1)
+	_, err := io.WriteString(w, out)
 	return err
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
-// SARIFSchema is the schema a SARIF report names.
-const SARIFSchema = "https://json.schemastore.org/sarif-2.1.0.json"
+// SARIFSchema is the schema a SARIF report names: the OASIS standard's id.
+const SARIFSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 // codesURI is where the finding codes are documented.
 const codesURI = "https://github.com/ckptcheck/ckptcheck#finding-codes"
