@@ -327,12 +327,13 @@ func (c *heatCell) summarize(status map[string]string, stats map[string]*verify.
 		c.Tip = tip.String()
 		return
 	}
-	fmt.Fprintf(&tip, "%s\n%s:", quote(collapseNumbers(c.Keys)), plural(len(c.Keys), "tensor"))
+	var parts []string
 	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
 		if counts[d] > 0 {
-			fmt.Fprintf(&tip, " %d %s", counts[d], d)
+			parts = append(parts, fmt.Sprintf("%d %s", counts[d], d))
 		}
 	}
+	fmt.Fprintf(&tip, "%s\n%s: %s", quote(collapseNumbers(c.Keys)), plural(len(c.Keys), "tensor"), strings.Join(parts, ", "))
 	if n > 0 {
 		fmt.Fprintf(&tip, "\nrelative L2: largest %s, mean %s of %d compared", textfmt.Float(worst), textfmt.Float(sum/float64(n)), n)
 		fmt.Fprintf(&tip, "\nlargest at %s\n%s", quote(worstKey), statsText(stats[worstKey]))
