@@ -165,9 +165,21 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// versionStamp is the version make dist stamps in (-ldflags -X
+// main.versionStamp=...): the VCS state as git describes it, which the go
+// command cannot read everywhere (a git worktree, a build with
+// -buildvcs=false).
+var versionStamp string
+
 // version is the module version and VCS revision the binary was built from.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
+	if versionStamp != "" {
+		if ok {
+			return versionStamp + " " + info.GoVersion
+		}
+		return versionStamp
+	}
 	if !ok {
 		return "(unknown)"
 	}
