@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/xml"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,4 +190,39 @@ func TestJUnitClockAndHost(t *testing.T) {
 	if !strings.Contains(out, `hostname="localhost"`) {
 		t.Errorf("no hostname must mean localhost:\n%.400s", out)
 	}
+}
+
+// FuzzJUnitNames checks that any key, file and message makes well-formed
+// XML without control characters, the names intact up to escaping.
+func FuzzJUnitNames(f *testing.F) {
+	for _, s := range hostileNames {
+		f.Add(s, s+".safetensors", "m")
+	}
+	f.Fuzz(func(t *testing.T, key, file, msg string) {
+		fs := []verify.Finding{
+			{Code: verify.CodeMissingKey, Severity: verify.Error, Key: key, File: file, Message: msg},
+			{Code: verify.CodeDuplicateKey, Severity: verify.Warning, Key: key, File: file, Message: msg},
+		}
+		inputs := []verify.Input{{Side: verify.Published, Path: file, Files: []string{key}}, {Side: verify.Exported, Path: key}}
+		var b strings.Builder
+		if err := JUnit(&b, verify.NewReport("diff", verify.Error, inputs, fs), goldenOptions); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		d := xml.NewDecoder(strings.NewReader(out))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("not well-formed: %v\n%s", err, out)
+			}
+		}
+		for _, c := range out {
+			if c < 0x20 && c != '\n' {
+				t.Fatalf("control character %U in the XML", c)
+			}
+		}
+	})
 }
