@@ -1,9 +1,20 @@
-# ckptcheck: build, test, bench, fuzz, lint.
+# ckptcheck: build, test, bench, fuzz, lint, e2e, image, dist.
 GO      ?= go
 BIN     := bin/ckptcheck
 FUZZTIME ?= 10s
+# make dist: where the release binaries go, and for which platforms.
+DIST    ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# make image: the container engine (docker or podman) and the tag.
+ENGINE  ?= $(shell command -v docker >/dev/null 2>&1 && echo docker || echo podman)
+IMAGE   ?= ckptcheck:dev
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+# make dist: the version stamped in, from the VCS state.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+# make e2e: where the screenshot, PDF and page are kept.
+E2E_ARTIFACTS ?= $(or $(TMPDIR),/tmp)/ckptcheck-e2e
 
-.PHONY: all build test bench fuzz lint testdata clean
+.PHONY: all build test bench fuzz lint testdata clean e2e image dist dist-check
 
 all: build
 
@@ -52,5 +63,48 @@ lint:
 testdata:
 	$(GO) run ./testdata/gen
 
+# End to end: the HTML report in headless Chromium, the GitHub Action's
+# script, and the container image where a container can run (see
+# internal/e2e). Artefacts stay in $(E2E_ARTIFACTS).
+e2e: build
+	CKPTCHECK_E2E=1 CKPTCHECK_BIN=$(abspath $(BIN)) CKPTCHECK_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
+	  ENGINE=$(ENGINE) $(GO) test -count 1 -v -timeout 10m ./internal/e2e
+	@echo "e2e artefacts: $(E2E_ARTIFACTS)"
+
+# The container image: FROM scratch, a static linux binary for this
+# machine's architecture and the CA certificates, from a build context of
+# just those two files.
+image:
+	@test -r $(CA_CERTS) || { echo "image: no CA certificates at $(CA_CERTS) (apt-get install ca-certificates)"; exit 1; }
+	rm -rf bin/image && mkdir -p bin/image
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=auto -ldflags="-X main.versionStamp=$(VERSION)" \
+	  -o bin/image/ckptcheck ./cmd/ckptcheck
+	cp $(CA_CERTS) bin/image/ca-certificates.crt
+	$(ENGINE) build -f Dockerfile -t $(IMAGE) bin/image
+
+# Release binaries: static, with no path of this machine in them
+# (-trimpath), the version stamped from the VCS state ($(VERSION), from git
+# describe; the go command adds the revision and time where it can read
+# them), and their SHA-256 sums.
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; echo "dist: $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=auto \
+	    -ldflags="-buildid= -X main.versionStamp=$(VERSION)" \
+	    -o $(DIST)/ckptcheck-$$os-$$arch ./cmd/ckptcheck; \
+	done
+	cd $(DIST) && sha256sum ckptcheck-* > SHA256SUMS && cat SHA256SUMS
+
+# Reproducibility: build the release twice, the second time from a copy
+# of the tree elsewhere with an empty build cache, and compare the bytes.
+dist-check:
+	@set -e; tmp=$$(mktemp -d); trap 'chmod -R u+w $$tmp; rm -rf $$tmp' EXIT; \
+	  $(MAKE) --no-print-directory dist DIST=$$tmp/a >/dev/null; \
+	  mkdir $$tmp/src && cp -a . $$tmp/src/tree; \
+	  GOCACHE=$$tmp/cache GOFLAGS=-modcacherw $(MAKE) --no-print-directory -C $$tmp/src/tree dist DIST=$$tmp/b >/dev/null; \
+	  if cmp -s $$tmp/a/SHA256SUMS $$tmp/b/SHA256SUMS; then echo "dist-check: two builds are byte-identical:"; cat $$tmp/a/SHA256SUMS; \
+	  else echo "dist-check: the builds differ:"; diff $$tmp/a/SHA256SUMS $$tmp/b/SHA256SUMS; exit 1; fi
+
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -15,14 +16,33 @@ type Options struct {
 	Verbose bool
 	// Depth is how many levels of inspect's module tree to show; 0 is all.
 	Depth int
+
+	// Clock stamps JUnit reports; nil is time.Now. Hostname names the
+	// machine in them; "" is "localhost". Tests set both for stable output.
+	Clock    func() time.Time
+	Hostname string
+	// Version is the tool's version, for SARIF and HTML reports.
+	Version string
+	// StepSummary, when set, receives the markdown summary of the github
+	// format (the command line opens $GITHUB_STEP_SUMMARY for appending).
+	StepSummary io.Writer
+	// CommandsToken is the github format's stop-commands token, which
+	// keeps names in the log from being read as workflow commands; "" is
+	// a random one. Tests set it for stable output.
+	CommandsToken string
 }
 
 // A Renderer writes a report in one format.
 type Renderer func(w io.Writer, r *verify.Report, opt Options) error
 
 var renderers = map[string]Renderer{
-	"text": Text,
-	"json": func(w io.Writer, r *verify.Report, _ Options) error { return r.WriteJSON(w) },
+	"text":     Text,
+	"json":     func(w io.Writer, r *verify.Report, _ Options) error { return r.WriteJSON(w) },
+	"github":   GitHub,
+	"markdown": Markdown,
+	"junit":    JUnit,
+	"sarif":    SARIF,
+	"html":     HTML,
 }
 
 // Formats lists the format names Write accepts.

@@ -109,10 +109,28 @@ func leads(f *verify.Finding) int {
 }
 
 func renderGroup(g []*verify.Finding, verbose bool) []string {
+	items := collapseGroup(g, verbose)
+	lines := make([]string, len(items))
+	for i, it := range items {
+		lines[i] = it.text
+	}
+	return lines
+}
+
+// A groupLine is one line of a group of findings: its text, how many
+// findings it stands for, and their file when they have one in common.
+type groupLine struct {
+	text  string
+	count int
+	file  string
+}
+
+// collapseGroup is renderGroup with what each line stands for.
+func collapseGroup(g []*verify.Finding, verbose bool) []groupLine {
 	if verbose {
-		lines := make([]string, len(g))
+		lines := make([]groupLine, len(g))
 		for i, f := range g {
-			lines[i] = findingLine(*f, f.Key)
+			lines[i] = groupLine{findingLine(*f, f.Key), 1, f.File}
 		}
 		return lines
 	}
@@ -129,6 +147,7 @@ func renderGroup(g []*verify.Finding, verbose bool) []string {
 		numbers  [][]int // per numeric position, the values seen
 		count    int
 		messages bool // not all messages are the first's
+		file     string
 	}
 	var order []string
 	buckets := make(map[string]*bucket)
@@ -140,9 +159,12 @@ func renderGroup(g []*verify.Finding, verbose bool) []string {
 		}
 		b := buckets[id]
 		if b == nil {
-			b = &bucket{first: *f, numbers: make([][]int, len(nums))}
+			b = &bucket{first: *f, numbers: make([][]int, len(nums)), file: f.File}
 			buckets[id] = b
 			order = append(order, id)
+		}
+		if f.File != b.file {
+			b.file = ""
 		}
 		b.count++
 		b.messages = b.messages || f.Message != b.first.Message
@@ -150,11 +172,11 @@ func renderGroup(g []*verify.Finding, verbose bool) []string {
 			b.numbers[i] = append(b.numbers[i], n)
 		}
 	}
-	var lines []string
+	var lines []groupLine
 	for _, id := range order {
 		b := buckets[id]
 		if b.count == 1 {
-			lines = append(lines, findingLine(b.first, b.first.Key))
+			lines = append(lines, groupLine{findingLine(b.first, b.first.Key), 1, b.file})
 			continue
 		}
 		template, _ := keyTemplate(b.first.Key)
@@ -173,14 +195,14 @@ func renderGroup(g []*verify.Finding, verbose bool) []string {
 		case full != b.count:
 			line += fmt.Sprintf(" (%s)", plural(b.count, "key"))
 		}
-		lines = append(lines, line)
+		lines = append(lines, groupLine{line, b.count, b.file})
 	}
 	return lines
 }
 
 // renderDTypes writes dtype differences as one line per pair of dtypes:
 // "398 tensors BF16 → F32".
-func renderDTypes(g []*verify.Finding) []string {
+func renderDTypes(g []*verify.Finding) []groupLine {
 	type pair struct{ from, to string }
 	var order []pair
 	counts := make(map[pair][]*verify.Finding)
@@ -206,14 +228,14 @@ func renderDTypes(g []*verify.Finding) []string {
 		run = append(run, f)
 	}
 	flush()
-	var lines []string
+	var lines []groupLine
 	for _, p := range order {
 		fs := counts[p]
 		if len(fs) == 1 {
-			lines = append(lines, findingLine(*fs[0], fs[0].Key))
+			lines = append(lines, groupLine{findingLine(*fs[0], fs[0].Key), 1, fs[0].File})
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s %s → %s", plural(len(fs), "tensor"), p.from, p.to))
+		lines = append(lines, groupLine{fmt.Sprintf("%s %s → %s", plural(len(fs), "tensor"), p.from, p.to), len(fs), ""})
 	}
 	return lines
 }

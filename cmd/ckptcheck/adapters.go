@@ -18,7 +18,7 @@ func adaptersCommand() *cli.Command {
 		Name:      "adapters",
 		Usage:     "list the adapter presets, or print one's rule file",
 		ArgsUsage: "[NAME]",
-		Flags:     []cli.Flag{formatFlag},
+		Flags:     []cli.Flag{listFormatFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 0, 1, "[NAME]"); err != nil {
 				return err

@@ -13,7 +13,7 @@ func codesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "codes",
 		Usage: "list every finding code with its severity and meaning",
-		Flags: []cli.Flag{formatFlag},
+		Flags: []cli.Flag{listFormatFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 0, 0, ""); err != nil {
 				return err

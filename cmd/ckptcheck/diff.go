@@ -39,6 +39,7 @@ func diffCommand() *cli.Command {
 			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance `R`"},
 			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON `FILE` of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+			htmlFlag,
 		},
 		Action: runDiff,
 	}
@@ -87,6 +88,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
 	if key := cmd.String("explain"); key != "" {
+		if cmd.String("html") != "" {
+			return usageError("--html does not go with --explain")
+		}
 		rep := verify.NewReport("diff", verify.Never, inputs, nil)
 		rep.Explanation = d.Explain(key)
 		if err := emit(cmd, rep, report.Options{}); err != nil {
@@ -122,6 +126,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	rep.Values = values
+	if err := writeHTML(cmd, rep); err != nil {
+		return err
+	}
 	return emit(cmd, rep, report.Options{})
 }
 

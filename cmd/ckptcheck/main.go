@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -165,9 +166,21 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// versionStamp is the version make dist stamps in (-ldflags -X
+// main.versionStamp=...): the VCS state as git describes it, which the go
+// command cannot read everywhere (a git worktree, a build with
+// -buildvcs=false).
+var versionStamp string
+
 // version is the module version and VCS revision the binary was built from.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
+	if versionStamp != "" {
+		if ok {
+			return versionStamp + " " + info.GoVersion
+		}
+		return versionStamp
+	}
 	if !ok {
 		return "(unknown)"
 	}
@@ -192,12 +205,24 @@ func version() string {
 var formatFlag = &cli.StringFlag{
 	Name:  "format",
 	Value: "text",
+	Usage: "output `FORMAT`: " + strings.Join(report.Formats(), ", "),
+	Validator: func(s string) error {
+		if slices.Contains(report.Formats(), s) {
+			return nil
+		}
+		return fmt.Errorf("--format must be one of %s, not %q", strings.Join(report.Formats(), ", "), s)
+	},
+}
+
+// listFormatFlag is --format for the listings that are not reports
+// (adapters, codes).
+var listFormatFlag = &cli.StringFlag{
+	Name:  "format",
+	Value: "text",
 	Usage: "output `FORMAT`: text or json",
 	Validator: func(s string) error {
-		for _, f := range report.Formats() {
-			if f == s {
-				return nil
-			}
+		if s == "text" || s == "json" {
+			return nil
 		}
 		return fmt.Errorf("--format must be text or json, not %q", s)
 	},
@@ -247,8 +272,27 @@ func newReport(cmd *cli.Command, name string, inputs []verify.Input, findings []
 // emit prints a report in the chosen format and turns it into an exit status.
 func emit(cmd *cli.Command, r *verify.Report, opt report.Options) error {
 	opt.Verbose = opt.Verbose || cmd.Bool("verbose")
-	if err := report.Write(cmd.Root().Writer, cmd.String("format"), r, opt); err != nil {
+	opt.Version = version()
+	if host, err := os.Hostname(); err == nil {
+		opt.Hostname = host
+	}
+	format := cmd.String("format")
+	// GitHub Actions: the markdown summary is appended to the step's.
+	if path := os.Getenv("GITHUB_STEP_SUMMARY"); format == "github" && path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
+		defer f.Close()
+		opt.StepSummary = f
+	}
+	if err := report.Write(cmd.Root().Writer, format, r, opt); err != nil {
 		return err
+	}
+	if f, ok := opt.StepSummary.(*os.File); ok {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
 	}
 	if !r.OK {
 		return errFindings
