@@ -431,12 +431,7 @@ func collapseNumbers(keys []string) string {
 		}
 	}
 	for _, n := range nums {
-		r := textfmt.IndexRanges(n)
-		if !strings.ContainsAny(r, ".,") {
-			template = strings.Replace(template, "{}", r, 1)
-		} else {
-			template = strings.Replace(template, "{}", "{"+r+"}", 1)
-		}
+		template = strings.Replace(template, "{}", indexSet(n), 1)
 	}
 	return template
 }

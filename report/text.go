@@ -184,7 +184,7 @@ func collapseGroup(g []*verify.Finding, verbose bool) []groupLine {
 		for i := range b.numbers {
 			b.numbers[i] = slices.Compact(slices.Sorted(slices.Values(b.numbers[i])))
 			full *= len(b.numbers[i])
-			template = strings.Replace(template, "{}", "{"+textfmt.IndexRanges(b.numbers[i])+"}", 1)
+			template = strings.Replace(template, "{}", indexSet(b.numbers[i]), 1)
 		}
 		f := b.first
 		f.File = ""
@@ -314,9 +314,19 @@ func collapseKeys(keys []string) []string {
 	for i, t := range order {
 		s := t
 		for _, n := range nums[t] {
-			s = strings.Replace(s, "{}", "{"+textfmt.IndexRanges(n)+"}", 1)
+			s = strings.Replace(s, "{}", indexSet(n), 1)
 		}
 		out[i] = s
 	}
 	return out
+}
+
+// indexSet writes the numbers a collapsed key position took: "{0..35}",
+// or the number alone when it took one.
+func indexSet(nums []int) string {
+	r := textfmt.IndexRanges(nums)
+	if !strings.ContainsAny(r, ",.") {
+		return r
+	}
+	return "{" + r + "}"
 }
