@@ -140,11 +140,11 @@ func run(bin string, runs int, only string) error {
 			name: "values (Qwen3-0.6B shape, 1.2 GB BF16, random values; page cache warm)",
 			setup: func(dir string) error {
 				q := fixture.Qwen3Dense06B
-				perturb := func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
+				perturb := func(t fixture.Tensor) fixture.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
 				for _, f := range []struct {
 					name      string
 					dtype     safetensors.DType
-					transform func(safetensors.Tensor) safetensors.Tensor
+					transform func(fixture.Tensor) fixture.Tensor
 				}{{"pub", safetensors.BF16, nil}, {"same", safetensors.BF16, nil},
 					{"f32", safetensors.F32, fixture.Upcast}, {"perturbed", safetensors.BF16, perturb}} {
 					if err := fixture.WriteStream(filepath.Join(dir, f.name+".safetensors"), q, f.dtype, f.transform); err != nil {
@@ -177,6 +177,26 @@ func run(bin string, runs int, only string) error {
 			},
 			// identical pair: dd of both files, cmp; F32 pair: dd of both, numpy.
 			pairs: func(our, b int) bool { return (our == 0 && b <= 1) || (our == 1 && b >= 2) },
+		},
+		{
+			name: "manifest (Qwen3-0.6B shape, 2 shards, 1.2 GB BF16; page cache warm)",
+			setup: func(dir string) error {
+				return fixture.WriteStreamSharded(filepath.Join(dir, "ck"), fixture.Qwen3Dense06B, safetensors.BF16, 2)
+			},
+			ours: func(dir string) [][]string {
+				return [][]string{{bin, "manifest", filepath.Join(dir, "ck")}}
+			},
+			baselines: func(dir string) [][]string {
+				s1 := filepath.Join(dir, "ck", "model-00001-of-00002.safetensors")
+				s2 := filepath.Join(dir, "ck", "model-00002-of-00002.safetensors")
+				return [][]string{
+					// What `openssl dgst` does with the two files: one after
+					// the other, on one core.
+					{"openssl", "dgst", "-sha256", s1, s2},
+					// The strict baseline: one openssl per file, both cores.
+					{"sh", "-c", "openssl dgst -sha256 " + s1 + " >/dev/null & openssl dgst -sha256 " + s2 + " >/dev/null; wait"},
+				}
+			},
 		},
 	}
 	for _, sc := range scenarios {
