@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/adapter"

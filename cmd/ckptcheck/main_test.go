@@ -156,7 +156,7 @@ var writeExample = fixture.WriteExample
 func TestDiffCommand(t *testing.T) {
 	pub, exp := "../../testdata/published", "../../testdata/exported"
 	code, out, _ := ckptcheck(t, "diff", pub, exp)
-	if code != 1 || !strings.HasPrefix(out, "FAIL: 1 error, 45 warnings\n") ||
+	if code != 1 || !strings.HasPrefix(out, "FAIL: 1 error, 45 warnings, 1 info\n") ||
 		!strings.Contains(out, "model.layers.2.self_attn.k_norm.weight: in published, missing from exported") ||
 		!strings.Contains(out, "45 tensors BF16 → F32") {
 		t.Errorf("exit %d:\n%s", code, out)
@@ -194,7 +194,7 @@ func TestDiffCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Inputs) != 2 || rep.Inputs[0].Side != "published" || rep.Inputs[1].Adapter != "torchtitan-hf" || len(rep.Findings) != 92 {
+	if len(rep.Inputs) != 2 || rep.Inputs[0].Side != "published" || rep.Inputs[1].Adapter != "torchtitan-hf" || len(rep.Findings) != 93 {
 		t.Errorf("%+v", rep)
 	}
 }
