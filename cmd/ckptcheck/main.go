@@ -94,7 +94,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 			return usageError("%s", flagNames(err.Error()))
 		},
-		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), adaptersCommand(), codesCommand()},
+		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), manifestCommand(), adaptersCommand(), codesCommand()},
 	}
 	// Without a command, or with an unknown one, say so and exit 2.
 	app.Action = func(ctx context.Context, cmd *cli.Command) error {
@@ -107,10 +107,12 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		if s := suggest(name, cmd.Commands); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		return usageError("%s (commands: diff, validate, inspect, adapters, codes)", msg)
+		return usageError("%s (commands: diff, validate, inspect, manifest, adapters, codes)", msg)
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page
+		c.Flags = freshFlags(append(c.Flags, configFlag))
+		c.Before = applyConfig // .ckptcheck.yaml or --config: flag defaults, baseline
 	}
 	return app
 }
@@ -217,6 +219,7 @@ var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: 
 // emit prints a report in the chosen format and turns it into an exit status.
 func emit(cmd *cli.Command, r *verify.Report, opt report.Options) error {
 	opt.Verbose = opt.Verbose || cmd.Bool("verbose")
+	baselineOf(cmd).Apply(r)
 	if err := report.Write(cmd.Root().Writer, cmd.String("format"), r, opt); err != nil {
 		return err
 	}

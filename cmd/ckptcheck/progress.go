@@ -25,6 +25,11 @@ type progress struct {
 // newProgress returns a running bar when stderr is a terminal, --quiet is
 // off and CI is unset; nil otherwise. A nil *progress is a no-op.
 func newProgress(cmd *cli.Command, total int64) *progress {
+	return newProgressLabeled(cmd, total, "comparing values")
+}
+
+// newProgressLabeled is newProgress with another description.
+func newProgressLabeled(cmd *cli.Command, total int64, what string) *progress {
 	if cmd.Bool("quiet") || os.Getenv("CI") != "" || cmd.Root().ErrWriter != os.Stderr || !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
 	}
@@ -32,7 +37,7 @@ func newProgress(cmd *cli.Command, total int64) *progress {
 	p.total.Store(max(total, 1))
 	p.bar = progressbar.NewOptions64(p.total.Load(),
 		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription("comparing values"),
+		progressbar.OptionSetDescription(what),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),

@@ -17,10 +17,24 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "PATH...",
 		Description: "PATH is a .safetensors file, a *.safetensors.index.json, a directory, " +
 			"or a Hugging Face repo id org/name[@revision] in the local hub cache.",
-		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag},
+		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag,
+			&cli.BoolFlag{Name: "hashes", Usage: "check every file of a hub-cache snapshot against its blob's name (SHA-256, or git blob SHA-1); reads all the data"},
+			&cli.StringFlag{Name: "manifest", Usage: "check the checkpoint against a manifest `FILE` written by ckptcheck manifest; reads all the data", TakesFile: true},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
 				return err
+			}
+			var manifest *verify.Manifest
+			if file := cmd.String("manifest"); file != "" {
+				if cmd.NArg() != 1 {
+					return usageError("--manifest describes one checkpoint: give one PATH")
+				}
+				var err error
+				if manifest, err = readManifest(file); err != nil {
+					return err
+				}
 			}
 			var inputs []verify.Input
 			var findings []verify.Finding
@@ -31,6 +45,10 @@ func validateCommand() *cli.Command {
 				}
 				inputs = append(inputs, verify.DescribeInput(c, ""))
 				findings = append(findings, verify.Validate(c)...)
+				if err := checkData(ctx, cmd, c, manifest, &findings); err != nil {
+					c.Close()
+					return err
+				}
 				err = c.Unchanged()
 				c.Close()
 				if err != nil {
@@ -40,4 +58,23 @@ func validateCommand() *cli.Command {
 			return emit(cmd, verify.NewReport("validate", failOn(cmd), inputs, findings), report.Options{})
 		},
 	}
+}
+
+// checkData runs the checks that read every byte: --hashes and --manifest.
+func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, manifest *verify.Manifest, findings *[]verify.Finding) error {
+	if cmd.Bool("hashes") {
+		fs, err := checkHashes(ctx, cmd, c)
+		if err != nil {
+			return err
+		}
+		*findings = append(*findings, fs...)
+	}
+	if manifest != nil {
+		got, err := buildManifest(ctx, cmd, c)
+		if err != nil {
+			return err
+		}
+		*findings = append(*findings, verify.CompareManifest(manifest, got, c.Source.Path)...)
+	}
+	return nil
 }
