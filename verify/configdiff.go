@@ -272,11 +272,13 @@ func sameIDs(a, b any) bool {
 // jsonText writes a decoded value compactly for a message, cut at 60
 // characters.
 func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // "<|im_end|>", not "\u003c|im_end|\u003e"
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	s := string(b)
+	s := strings.TrimSuffix(buf.String(), "\n")
 	if len(s) > 60 {
 		s = strings.ToValidUTF8(s[:57], "") + "..."
 	}

@@ -117,6 +117,7 @@ func TestCompareFilesMessages(t *testing.T) {
 	pub := writeModel(t, tensors, 3, publishedFiles())
 	exp := writeModel(t, tensors, 1, with(publishedFiles(),
 		"tokenizer.json", strings.NewReplacer(`"</s>"`, `"<|end|>"`, `"ab": 2}`, `"ab": 2, "ba": 5}`).Replace(tokJSON),
+		"tokenizer_config.json", strings.Replace(tokConfig, `"eos_token": "</s>"`, `"eos_token": "<|end|>"`, 1),
 		"chat_template.jinja", "{% for m in messages %}\n{{ m.role }}{% endfor %}"))
 	fs, err := CompareFiles(context.Background(), openCheckpoint(t, pub), openCheckpoint(t, exp), FileOptions{})
 	if err != nil {
@@ -129,6 +130,7 @@ func TestCompareFilesMessages(t *testing.T) {
 	want := []string{
 		`added_tokens: added tokens: 1 changed (4 "</s>" → "<|end|>")`,
 		"model.vocab: the vocab changed (3 entries → 4 entries)",
+		`eos_token: "</s>" → "<|end|>"`,
 		"chat_template: the chat template changed (50 characters → 48 characters; first difference at line 1)",
 	}
 	if !slices.Equal(msgs, want) {

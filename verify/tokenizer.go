@@ -133,8 +133,12 @@ func compareChatTemplates(e *companions, a, b *chatTemplate) []Finding {
 		case !aok:
 			msg = "the export adds this chat template"
 		case at != bt:
-			msg = fmt.Sprintf("the chat template changed (%s → %s; first difference at line %d)",
-				textfmt.Plural(utf8.RuneCountInString(at), "character"), textfmt.Plural(utf8.RuneCountInString(bt), "character"), firstDiffLine(at, bt))
+			na, nb := utf8.RuneCountInString(at), utf8.RuneCountInString(bt)
+			size := textfmt.Plural(na, "character") + " → " + textfmt.Plural(nb, "character")
+			if na == nb {
+				size = textfmt.Plural(na, "character") + " on both sides"
+			}
+			msg = fmt.Sprintf("the chat template changed (%s; first difference at line %d)", size, firstDiffLine(at, bt))
 		default:
 			continue
 		}
