@@ -285,7 +285,21 @@ func compareOther(ctx context.Context, p, e *companions, name string) ([]Finding
 	if kind != checkpoint.KindTokenizer {
 		code, sev = CodeConfigChanged, Info
 	}
-	if strings.HasSuffix(name, ".json") {
+	if strings.HasSuffix(name, ".json") && kind == checkpoint.KindTokenizer {
+		// vocab.json, added_tokens.json: tables of thousands of entries,
+		// summarised by their sizes.
+		a, errA := p.bytes(ctx, name)
+		b, errB := e.bytes(ctx, name)
+		if err := errors.Join(errA, errB); err != nil && !errors.Is(err, errTooLargeToShow) {
+			return nil, err
+		}
+		if a != nil && b != nil {
+			na, nb := jsonLen(a), jsonLen(b)
+			return []Finding{{Code: code, Severity: sev, File: e.path(name),
+				Message:   fmt.Sprintf("the entries differ from the published %s (%s → %s)", name, textfmt.Plural(na, "entry"), textfmt.Plural(nb, "entry")),
+				Published: na, Exported: nb}}, nil
+		}
+	} else if strings.HasSuffix(name, ".json") {
 		a, errA := p.bytes(ctx, name)
 		b, errB := e.bytes(ctx, name)
 		if err := errors.Join(errA, errB); err != nil && !errors.Is(err, errTooLargeToShow) {

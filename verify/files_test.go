@@ -112,6 +112,25 @@ func TestCompareFiles(t *testing.T) {
 	}
 }
 
+// TestCompareOtherFiles: vocabulary tables are summarised by size, processor
+// configs compared field by field.
+func TestCompareOtherFiles(t *testing.T) {
+	tensors := fixture.Tiny.Tensors(safetensors.BF16)
+	files := map[string]string{"vocab.json": `{"a": 0, "b": 1}`, "merges.txt": "a b\n", "preprocessor_config.json": `{"size": 224, "do_resize": true}`}
+	pub := writeModel(t, tensors, 3, files)
+	exp := writeModel(t, tensors, 1, with(files, "vocab.json", `{"a": 0, "b": 1, "c": 2}`, "merges.txt", "b a\n", "preprocessor_config.json", `{"size": 448, "do_resize": true}`))
+	want := []string{"info config_changed size", "warning tokenizer_changed merges.txt", "warning tokenizer_changed vocab.json"}
+	if got := compareFilesOf(t, pub, exp, FileOptions{}); !slices.Equal(got, want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+	fs, _ := CompareFiles(context.Background(), openCheckpoint(t, pub), openCheckpoint(t, exp), FileOptions{})
+	for _, f := range fs {
+		if strings.HasSuffix(f.File, "vocab.json") && !strings.Contains(f.Message, "(2 entries → 3 entries)") {
+			t.Errorf("%v", f)
+		}
+	}
+}
+
 func TestCompareFilesMessages(t *testing.T) {
 	tensors := fixture.Tiny.Tensors(safetensors.BF16)
 	pub := writeModel(t, tensors, 3, publishedFiles())
