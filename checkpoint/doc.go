@@ -8,6 +8,12 @@
 // stores plug in as Sources whose files are io.ReaderAt values), so every
 // check reads every source the same way. Only headers are read at Open.
 //
+// The files beside the weights (config, tokenizer, generation config, chat
+// template: Companions) are listed with their sizes and, where the source
+// knows it without reading (a hub-cache blob's name; a remote store's LFS
+// oid or ETag: the optional Stater and Digester interfaces), a Digest, so
+// that two checkpoints' files compare without downloading the equal ones.
+//
 // Open returns an error only when it cannot do its job (a path that is
 // missing or unreadable). What it finds in the files — an index naming a
 // shard that does not exist, a header that breaks the format, a config

@@ -93,5 +93,8 @@ func counts(s verify.Summary) string {
 	if s.Ignored > 0 {
 		parts = append(parts, fmt.Sprintf("%d ignored", s.Ignored))
 	}
+	if s.Suppressed > 0 {
+		parts = append(parts, fmt.Sprintf("%d suppressed", s.Suppressed))
+	}
 	return strings.Join(parts, ", ")
 }

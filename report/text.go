@@ -25,7 +25,7 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 		if err := writeInspection(w, r.Inspection, opt.Depth); err != nil {
 			return err
 		}
-		if len(r.Findings) == 0 {
+		if len(r.Findings) == 0 && len(r.Suppressed) == 0 {
 			return nil
 		}
 		b.WriteByte('\n')
@@ -59,6 +59,7 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 			b.WriteString("  " + line + "\n")
 		}
 	}
+	writeSuppressed(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -244,13 +244,19 @@ func TestFrameworkAdapters(t *testing.T) {
 			if d.Exported.View.Adapter != tt.wantAdapter {
 				t.Fatalf("adapter %s, want %s", d.Exported.View.Adapter, tt.wantAdapter)
 			}
-			dropped := 0
+			dropped, weightsOnly := 0, 0
 			for _, f := range d.Findings {
-				if f.Code == CodeAdapterDropped {
+				switch f.Code {
+				case CodeAdapterDropped:
 					dropped++
-					continue
+				case CodeWeightsOnlyExport: // framework exports are weights only
+					weightsOnly++
+				default:
+					t.Errorf("structural finding: %v", f)
 				}
-				t.Errorf("structural finding: %v", f)
+			}
+			if weightsOnly != 1 {
+				t.Errorf("%d weights_only_export, want 1", weightsOnly)
 			}
 			if dropped != tt.dropped {
 				t.Errorf("%d adapter_dropped, want %d", dropped, tt.dropped)

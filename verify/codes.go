@@ -59,6 +59,17 @@ const (
 	CodeReinitialized      Code = "reinitialized"
 	CodeTiedWeightMismatch Code = "tied_weight_mismatch"
 	CodeUnchanged          Code = "unchanged"
+
+	CodeWeightsOnlyExport Code = "weights_only_export"
+	CodeMissingFile       Code = "missing_file"
+	CodeConfigChanged     Code = "config_changed"
+	CodeTokenizerChanged  Code = "tokenizer_changed"
+
+	CodeManifestMismatch     Code = "manifest_mismatch"
+	CodeManifestMissing      Code = "manifest_missing"
+	CodeManifestExtra        Code = "manifest_extra"
+	CodeManifestShardsDiffer Code = "manifest_shards_differ"
+	CodeHashMismatch         Code = "hash_mismatch"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -98,7 +109,7 @@ var codes = []CodeDoc{
 	{CodeShardOfIndex, Info, "a single file was checked that an index beside it names: one shard of a larger checkpoint"},
 	{CodeVariants, Info, "the directory holds several variants (model.safetensors, model.fp16.safetensors): each is its own checkpoint"},
 	{CodeConfigInvalid, Warning, "config.json is not a JSON object, or a field has the wrong type"},
-	{CodeConfigMismatch, Warning, "config.json disagrees with the tensors (vocab/hidden size, layer count, dtype)"},
+	{CodeConfigMismatch, Warning, "config.json disagrees with the tensors (vocab/hidden size, layer count, dtype: an F32 export whose config says bfloat16 is twice the size it claims)"},
 	{CodeMissingKey, Error, "diff: a published tensor has no counterpart in the export (after adapters)"},
 	{CodeUnexpectedKey, Error, "diff: an exported tensor has no counterpart in the published checkpoint"},
 	{CodeNotCompared, Warning, "diff: tensors of a side whose shards could not be read or failed validation; not judged missing or unexpected"},
@@ -115,6 +126,15 @@ var codes = []CodeDoc{
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},
 	{CodeTiedWeightMismatch, Error, "diff --values: a tied lm_head.weight differs from its side's embedding"},
 	{CodeUnchanged, Info, "diff --values with a tolerance: tensors bit-identical to the published ones (frozen, or never trained?)"},
+	{CodeWeightsOnlyExport, Info, "diff: the export has no config or tokenizer files (normal mid-pipeline); lists what to copy from the published side before upload"},
+	{CodeMissingFile, Warning, "diff: a config, tokenizer, generation or chat-template file the published side has is missing from the export (an error with --require-files)"},
+	{CodeConfigChanged, Warning, "diff: a config.json field differs, after normalising transformers v5 names; a warning for architecture and numerics fields, info for the rest"},
+	{CodeTokenizerChanged, Warning, "diff: tokenizer files, the chat template, or the eos/bos/pad token ids differ from the published ones"},
+	{CodeManifestMismatch, Error, "validate --manifest: a tensor's dtype, shape or bytes (xxh3), or a file's bytes (SHA-256), differ from the manifest"},
+	{CodeManifestMissing, Error, "validate --manifest: a tensor or file the manifest lists is not in the checkpoint"},
+	{CodeManifestExtra, Error, "validate --manifest: a tensor or file the manifest does not list"},
+	{CodeManifestShardsDiffer, Info, "validate --manifest: every tensor matches, but the shard files differ (re-sharded or re-written)"},
+	{CodeHashMismatch, Error, "validate --hashes: a file's bytes do not hash to the digest its source names it by (hub cache: SHA-256 for LFS blobs, git blob SHA-1 for the rest)"},
 }
 
 // Codes lists every finding code with its usual severity and a line of

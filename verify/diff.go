@@ -50,6 +50,11 @@ type DiffOptions struct {
 	// DType, when set, is the dtype every floating-point tensor of the
 	// exported side must have; differences become errors.
 	DType *safetensors.DType
+	// WeightsOnly leaves the files beside the weights alone: no
+	// CompareFiles, and no check of the export's dtype against its config.
+	WeightsOnly bool
+	// Files says how to judge the files beside the weights.
+	Files FileOptions
 }
 
 // A Mapped checkpoint is one side of a diff as its adapter presents it.
@@ -103,6 +108,11 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	var candidates [2][]adapter.Chain
 	var physical [2][]safetensors.TensorInfo
 	var wg sync.WaitGroup
+	var files []Finding
+	var filesErr error
+	if !opt.WeightsOnly {
+		wg.Go(func() { files, filesErr = CompareFiles(ctx, pub, exp, opt.Files) })
+	}
 	for i, m := range sides {
 		wg.Go(func() {
 			m.Sources, m.Unavailable = sources(m.Checkpoint)
@@ -119,6 +129,12 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	if filesErr != nil {
+		return nil, filesErr
+	}
+	if opt.WeightsOnly {
+		validated[1] = slices.DeleteFunc(validated[1], func(f Finding) bool { return f.Code == CodeConfigMismatch && f.Key == configDTypeKey })
 	}
 	d.Findings = append(validated[0], validated[1]...)
 	// The export's logical tensors are capped by what could match: a hostile
@@ -160,6 +176,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
 	d.Findings = append(d.Findings, structural...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
+	d.Findings = append(d.Findings, files...)
 	return d, nil
 }
 

@@ -1,10 +1,14 @@
 // Package verify holds every judgement ckptcheck makes about checkpoints:
 // format validation with index and config consistency (Validate), the
 // structural diff of a published checkpoint against an exported one (Diff),
-// and the comparison of their values (Diffed.CompareValues). Checks are
+// and the comparison of their values (Diffed.CompareValues), the files
+// beside the weights (CompareFiles: config.json field by field, tokenizer,
+// chat template, generation config), manifests (BuildManifest,
+// CompareManifest) and hub-cache blob hashes (CheckHashes). Checks are
 // functions that return Findings; a Report gathers them with the inputs and
 // decides the verdict. Printing a report (WriteText, WriteJSON) is separate
-// from deciding it.
+// from deciding it. A Baseline moves the findings a team accepted to the
+// report's Suppressed list.
 //
 // Finding codes are stable and documented in Codes.
 package verify

@@ -30,6 +30,11 @@ type Report struct {
 	*Inspection
 	// Explanation is diff --explain's answer.
 	Explanation *Explanation `json:"explanation,omitempty"`
+	// Suppressed are the findings a baseline accepted (Baseline.Apply),
+	// with its reasons; they do not count toward the verdict. Baseline
+	// names the file the baseline came from.
+	Suppressed []SuppressedFinding `json:"suppressed,omitempty"`
+	Baseline   string              `json:"baseline,omitempty"`
 }
 
 // An Input is one checkpoint a command read.
@@ -49,12 +54,14 @@ type Input struct {
 	Hub *checkpoint.HubRef `json:"hub,omitempty"`
 }
 
-// Summary counts findings per severity, and those left out by --ignore.
+// Summary counts findings per severity, those left out by --ignore, and
+// those a baseline accepted (suppressed, listed in Report.Suppressed).
 type Summary struct {
-	Error   int `json:"error"`
-	Warning int `json:"warning"`
-	Info    int `json:"info"`
-	Ignored int `json:"ignored,omitempty"`
+	Error      int `json:"error"`
+	Warning    int `json:"warning"`
+	Info       int `json:"info"`
+	Ignored    int `json:"ignored,omitempty"`
+	Suppressed int `json:"suppressed,omitempty"`
 }
 
 // NewReport builds a report and decides OK: no finding at or above failOn.
@@ -73,7 +80,7 @@ func NewReport(command string, failOn Severity, inputs []Input, findings []Findi
 // Decide counts the findings per severity and sets OK.
 func (r *Report) Decide() {
 	ignored := r.Summary.Ignored
-	r.Summary = Summary{Ignored: ignored}
+	r.Summary = Summary{Ignored: ignored, Suppressed: len(r.Suppressed)}
 	r.OK = true
 	for _, f := range r.Findings {
 		switch f.Severity {

@@ -335,8 +335,37 @@ func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 			}
 		}
 		if most > 0 && dominant != want {
-			mismatch("", fmt.Sprintf("config dtype is %s but most parameters are stored as %s", cfg.DType, dominant), want, dominant)
+			var params, stored uint64
+			for _, d := range safetensors.DTypes() {
+				params += paramsByDType[d]
+				stored += paramsByDType[d] * uint64(d.Bits()) / 8
+			}
+			claimed := params * uint64(want.Bits()) / 8
+			mismatch(configDTypeKey, fmt.Sprintf("config.json says %s but most parameters are stored as %s: the checkpoint is %s the size its config claims (%s bytes of parameters, not %s)",
+				cfg.DType, dominant, sizeRatio(stored, claimed), textfmt.Thousands(stored), textfmt.Thousands(claimed)), want, dominant)
 		}
 	}
 	return out
+}
+
+// configDTypeKey is the key of the config_mismatch that compares the
+// stored dtypes with config.json's dtype.
+const configDTypeKey = "dtype"
+
+// sizeRatio says how a size compares with another: "twice", "half",
+// "4 times", "1.5 times".
+func sizeRatio(got, claimed uint64) string {
+	if claimed == 0 {
+		return "not"
+	}
+	switch r := float64(got) / float64(claimed); r {
+	case 2:
+		return "twice"
+	case 0.5:
+		return "half"
+	case 0.25:
+		return "a quarter of"
+	default:
+		return textfmt.Float(r) + " times"
+	}
 }

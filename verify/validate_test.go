@@ -302,3 +302,47 @@ func TestIgnores(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDTypeSize: an F32 export whose config says bfloat16 is twice
+// the size it claims; --weights-only leaves the export's config alone.
+func TestConfigDTypeSize(t *testing.T) {
+	tests := []struct {
+		stored safetensors.DType
+		config string
+		want   string
+		// diff against the published (bfloat16) checkpoint: config_mismatch,
+		// and config_changed when the export's config says another dtype.
+		inDiff int
+	}{
+		{safetensors.F32, "bfloat16", "config.json says bfloat16 but most parameters are stored as F32: the checkpoint is twice the size its config claims (165,248 bytes of parameters, not 82,624)", 1},
+		{safetensors.BF16, "float32", "config.json says float32 but most parameters are stored as BF16: the checkpoint is half the size its config claims", 2},
+	}
+	for _, tt := range tests {
+		ts := fixture.Tiny.Tensors(safetensors.BF16)
+		if tt.stored == safetensors.F32 {
+			ts = upcastAll(ts)
+		}
+		dir := export(t, ts, fixture.Tiny.Config(tt.config))
+		var got []Finding
+		for _, f := range validatePath(t, dir) {
+			if f.Code == CodeConfigMismatch {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0].Message, tt.want) || got[0].Key != "dtype" {
+			t.Errorf("%v", got)
+		}
+		for _, weightsOnly := range []bool{false, true} {
+			d := diffPaths(t, published(t), dir, DiffOptions{WeightsOnly: weightsOnly})
+			n := 0
+			for _, f := range d.Findings {
+				if f.Code == CodeConfigMismatch || f.Code == CodeConfigChanged {
+					n++
+				}
+			}
+			if want := map[bool]int{false: tt.inDiff, true: 0}[weightsOnly]; n != want {
+				t.Errorf("weights only %v: %d config findings, want %d: %v", weightsOnly, n, want, d.Findings)
+			}
+		}
+	}
+}

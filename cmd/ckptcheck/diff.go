@@ -40,6 +40,8 @@ func diffCommand() *cli.Command {
 			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON `FILE` of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			htmlFlag,
+			&cli.BoolFlag{Name: "weights-only", Usage: "judge the weights only: not config.json, tokenizer and generation files, nor the export's dtype against its config"},
+			&cli.BoolFlag{Name: "require-files", Usage: "make every config, tokenizer, generation or chat-template file the published side has and the export lacks an error (the gate before upload)"},
 		},
 		Action: runDiff,
 	}
@@ -223,6 +225,11 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 	default:
 		return opt, usageError("--tied must be true or false, not %q", t)
 	}
+	if cmd.Bool("weights-only") && cmd.Bool("require-files") {
+		return opt, usageError("--weights-only and --require-files contradict each other")
+	}
+	opt.WeightsOnly = cmd.Bool("weights-only")
+	opt.Files.RequireFiles = cmd.Bool("require-files")
 	if name := cmd.String("dtype"); name != "" {
 		d, ok := safetensors.LookupDType(name)
 		if !ok {

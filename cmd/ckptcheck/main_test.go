@@ -191,7 +191,7 @@ var writeExample = fixture.WriteExample
 func TestDiffCommand(t *testing.T) {
 	pub, exp := "../../testdata/published", "../../testdata/exported"
 	code, out, _ := ckptcheck(t, "diff", pub, exp)
-	if code != 1 || !strings.HasPrefix(out, fmt.Sprintf("FAIL: 1 error, %d warnings\n", exportedN)) ||
+	if code != 1 || !strings.HasPrefix(out, fmt.Sprintf("FAIL: 1 error, %d warnings, 1 info\n", exportedN)) ||
 		!strings.Contains(out, "model.layers.2.self_attn.k_norm.weight: in published, missing from exported") ||
 		!strings.Contains(out, fmt.Sprintf("%d tensors BF16 → F32", exportedN)) {
 		t.Errorf("exit %d:\n%s", code, out)
@@ -244,7 +244,7 @@ func TestDiffCommand(t *testing.T) {
 			t.Errorf("exported %s kept its prefix under torchtitan-hf", f.Key)
 		}
 	}
-	if want := map[string]int{"missing_key": tinyTensors, "unexpected_key": exportedN, "low_key_overlap": 1}; !maps.Equal(codes, want) {
+	if want := map[string]int{"missing_key": tinyTensors, "unexpected_key": exportedN, "low_key_overlap": 1, "config_changed": 1}; !maps.Equal(codes, want) {
 		t.Errorf("findings %v, want %v", codes, want)
 	}
 }

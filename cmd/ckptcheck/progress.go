@@ -21,6 +21,7 @@ import (
 // so that it never wraps, also after a resize.
 type progress struct {
 	w           io.Writer
+	what        string // "comparing values", "hashing"
 	width       func() int
 	done, total atomic.Int64
 	start       time.Time
@@ -31,6 +32,11 @@ type progress struct {
 // newProgress returns a running progress line when stderr is a terminal,
 // --quiet is off and CI is unset; nil otherwise. A nil *progress is a no-op.
 func newProgress(cmd *cli.Command, total int64) *progress {
+	return newProgressLabeled(cmd, total, "comparing values")
+}
+
+// newProgressLabeled is newProgress saying what it does.
+func newProgressLabeled(cmd *cli.Command, total int64, what string) *progress {
 	if cmd.Bool("quiet") || os.Getenv("CI") != "" || cmd.Root().ErrWriter != os.Stderr || !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
 	}
@@ -41,11 +47,11 @@ func newProgress(cmd *cli.Command, total int64) *progress {
 		}
 		return w
 	}
-	return startProgress(os.Stderr, width, total, 200*time.Millisecond)
+	return startProgress(os.Stderr, what, width, total, 200*time.Millisecond)
 }
 
-func startProgress(w io.Writer, width func() int, total int64, every time.Duration) *progress {
-	p := &progress{w: w, width: width, start: time.Now(), stop: make(chan struct{})}
+func startProgress(w io.Writer, what string, width func() int, total int64, every time.Duration) *progress {
+	p := &progress{w: w, what: what, width: width, start: time.Now(), stop: make(chan struct{})}
 	p.total.Store(max(total, 1))
 	p.wg.Go(func() {
 		tick := time.NewTicker(every)
@@ -55,7 +61,7 @@ func startProgress(w io.Writer, width func() int, total int64, every time.Durati
 			case <-p.stop:
 				return
 			case <-tick.C:
-				fmt.Fprint(p.w, "\r"+progressLine(p.done.Load(), p.total.Load(), time.Since(p.start), p.width())+"\x1b[K")
+				fmt.Fprint(p.w, "\r"+progressLine(p.what, p.done.Load(), p.total.Load(), time.Since(p.start), p.width())+"\x1b[K")
 			}
 		}
 	})
@@ -80,7 +86,7 @@ func (p *progress) finish() {
 // progressLine is the line for width columns, at most width-1 long (a
 // character in the last column makes some terminals wrap): the parts that
 // do not fit are left out, least useful first.
-func progressLine(done, total int64, elapsed time.Duration, width int) string {
+func progressLine(what string, done, total int64, elapsed time.Duration, width int) string {
 	done = min(max(done, 0), total)
 	pct := 100 * float64(done) / float64(max(total, 1))
 	rate := float64(done) / max(elapsed.Seconds(), 1e-3)
@@ -90,7 +96,7 @@ func progressLine(done, total int64, elapsed time.Duration, width int) string {
 	}
 	parts := []string{
 		fmt.Sprintf("%3.0f%%", pct),
-		"comparing values",
+		what,
 		humanBytes(done) + " / " + humanBytes(total),
 		humanBytes(int64(rate)) + "/s",
 		left + " left",

@@ -11,13 +11,13 @@ import (
 func TestProgressLineFits(t *testing.T) {
 	for width := 0; width <= 200; width++ {
 		for _, done := range []int64{0, 1, 123_456_789, 1_200_000_000} {
-			line := progressLine(done, 1_200_000_000, 3*time.Second, width)
+			line := progressLine("comparing values", done, 1_200_000_000, 3*time.Second, width)
 			if len(line) > max(width-1, 0) {
 				t.Fatalf("width %d: %d columns: %q", width, len(line), line)
 			}
 		}
 	}
-	if l := progressLine(600, 1200, time.Second, 120); !strings.Contains(l, "50%") || !strings.Contains(l, "comparing values") || !strings.Contains(l, "left") {
+	if l := progressLine("comparing values", 600, 1200, time.Second, 120); !strings.Contains(l, "50%") || !strings.Contains(l, "comparing values") || !strings.Contains(l, "left") {
 		t.Errorf("wide line lacks parts: %q", l)
 	}
 }
@@ -67,7 +67,7 @@ func TestProgressFollowsResize(t *testing.T) {
 		t.Fatalf("no %s line in %d drawn; the last: %q", what, len(ls), ls[max(len(ls)-3, 0):])
 		return 0
 	}
-	p := startProgress(&out, func() int { mu.Lock(); defer mu.Unlock(); return width }, 1000, time.Millisecond)
+	p := startProgress(&out, "comparing values", func() int { mu.Lock(); defer mu.Unlock(); return width }, 1000, time.Millisecond)
 	p.update(500, 1000)
 	waitFor("wide", func(l string) bool { return len(l) > 29 })
 	mu.Lock()

@@ -17,13 +17,27 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "PATH...",
 		Description: "PATH is a .safetensors file, a *.safetensors.index.json, a directory, " +
 			"or a Hugging Face repo id org/name[@revision] in the local hub cache.",
-		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag},
+		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
+			&cli.BoolFlag{Name: "hashes", Usage: "check every file of a hub-cache snapshot against its blob's name (SHA-256, or git blob SHA-1); reads all the data"},
+			&cli.StringFlag{Name: "manifest", Usage: "check the checkpoint against a manifest `FILE` written by ckptcheck manifest; reads all the data", TakesFile: true},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
 				return err
 			}
 			if _, err := ignores(cmd); err != nil {
 				return err
+			}
+			var manifest *verify.Manifest
+			if file := cmd.String("manifest"); file != "" {
+				if cmd.NArg() != 1 {
+					return usageError("--manifest describes one checkpoint: give one PATH")
+				}
+				var err error
+				if manifest, err = readManifest(file); err != nil {
+					return err
+				}
 			}
 			var inputs []verify.Input
 			var findings []verify.Finding
@@ -42,6 +56,9 @@ func validateCommand() *cli.Command {
 					inputs = append(inputs, verify.DescribeInput(c, ""))
 					fs, err := verify.Validate(ctx, c)
 					if err == nil {
+						err = checkData(ctx, cmd, c, manifest, &fs)
+					}
+					if err == nil {
 						err = c.Unchanged()
 					}
 					findings = append(findings, fs...)
@@ -58,4 +75,23 @@ func validateCommand() *cli.Command {
 			return emit(cmd, rep, report.Options{})
 		},
 	}
+}
+
+// checkData runs the checks that read every byte: --hashes and --manifest.
+func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, manifest *verify.Manifest, findings *[]verify.Finding) error {
+	if cmd.Bool("hashes") {
+		fs, err := checkHashes(ctx, cmd, c)
+		if err != nil {
+			return err
+		}
+		*findings = append(*findings, fs...)
+	}
+	if manifest != nil {
+		got, err := buildManifest(ctx, cmd, c)
+		if err != nil {
+			return err
+		}
+		*findings = append(*findings, verify.CompareManifest(manifest, got, c.Source.Path)...)
+	}
+	return nil
 }

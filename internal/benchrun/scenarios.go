@@ -163,6 +163,25 @@ func scenarios(e env) []scenario {
 			baselines: func(dir string) [][]string { return [][]string{cat(dir, "pub-f16", "moved-f16")} },
 			floor:     true,
 		},
+		{
+			id:    "manifest",
+			title: fmt.Sprintf("manifest of a 2-shard checkpoint (%s shape, %s BF16; page cache warm; target: at least 90%% of openssl's throughput)", e.denseName, bf16Size),
+			setup: func(dir string) error {
+				return fixture.WriteStreamSharded(filepath.Join(dir, "ck"), e.dense, safetensors.BF16, 2)
+			},
+			ours: func(dir string) [][]string { return [][]string{{bin, "manifest", filepath.Join(dir, "ck")}} },
+			baselines: func(dir string) [][]string {
+				s1 := filepath.Join(dir, "ck", "model-00001-of-00002.safetensors")
+				s2 := filepath.Join(dir, "ck", "model-00002-of-00002.safetensors")
+				return [][]string{
+					// What openssl dgst does with the two files: one after
+					// the other, on one core.
+					{"openssl", "dgst", "-sha256", s1, s2},
+					// The strict baseline: one openssl per file, both cores.
+					{"sh", "-c", "openssl dgst -sha256 " + s1 + " >/dev/null & openssl dgst -sha256 " + s2 + " >/dev/null; wait"},
+				}
+			},
+		},
 		hostileScenario(e),
 	}
 }

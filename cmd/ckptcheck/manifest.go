@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/report"
+	"github.com/ckptcheck/ckptcheck/verify"
+)
+
+func manifestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "manifest",
+		Usage:     "write a checkpoint's manifest (every file's SHA-256, every tensor's dtype, shape and xxh3) as JSON on stdout",
+		ArgsUsage: "PATH",
+		Description: "Reads every file once. A checkpoint with validation errors gets no manifest: its errors are " +
+			"printed on stderr and the exit status is 1. Check a checkpoint against it with validate --manifest.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := needArgs(cmd, 1, 1, "PATH"); err != nil {
+				return err
+			}
+			c, err := open(ctx, cmd.Args().First(), checkpoint.Options{})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			findings, err := verify.Validate(ctx, c)
+			if err != nil {
+				return err
+			}
+			rep := verify.NewReport("manifest", verify.Error, []verify.Input{verify.DescribeInput(c, "")}, findings)
+			baselineOf(cmd).Apply(rep)
+			if !rep.OK {
+				if err := report.Text(cmd.Root().ErrWriter, rep, report.Options{}); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.Root().ErrWriter, "no manifest written: %s has errors\n", c.Path)
+				return errFindings
+			}
+			m, err := buildManifest(ctx, cmd, c)
+			if err != nil {
+				return err
+			}
+			if err := c.Unchanged(); err != nil {
+				return err
+			}
+			return m.WriteJSON(cmd.Root().Writer)
+		},
+	}
+}
+
+// buildManifest hashes every file of c, with a progress bar on a terminal.
+func buildManifest(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) (*verify.Manifest, error) {
+	files, err := verify.ManifestWork(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	opt := verify.ManifestOptions{Tool: "ckptcheck " + version()}
+	bar := newProgressLabeled(cmd, total, "hashing")
+	if bar != nil {
+		var done atomic.Int64
+		opt.Progress = func(n int64) { bar.update(done.Add(n), total) }
+	}
+	m, err := verify.BuildManifest(ctx, c, files, opt)
+	bar.finish()
+	return m, err
+}
+
+// readManifest reads a manifest file for validate --manifest.
+func readManifest(path string) (*verify.Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := verify.ReadManifest(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return m, nil
+}
+
+// checkHashes runs validate --hashes on one checkpoint.
+func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) ([]verify.Finding, error) {
+	files, err := verify.HashWork(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: --hashes: no file here is named by its hash; it checks hub-cache snapshots (a repo id org/name, or a models--org--name/snapshots/COMMIT folder)", c.Path)
+	}
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	var opt verify.HashOptions
+	bar := newProgressLabeled(cmd, total, "hashing")
+	if bar != nil {
+		var done atomic.Int64
+		opt.Progress = func(n int64) { bar.update(done.Add(n), total) }
+	}
+	fs, err := verify.CheckHashes(ctx, c, files, opt)
+	bar.finish()
+	return fs, err
+}

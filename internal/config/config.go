@@ -1,0 +1,272 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ckptcheck/ckptcheck/verify"
+)
+
+// FileName is the configuration file looked for in the working directory.
+const FileName = ".ckptcheck.yaml"
+
+// maxSize bounds the file read: a configuration is a few kilobytes.
+const maxSize = 1 << 20
+
+// A Schema lists the commands and their flags a file may set: command →
+// flag name → whether the flag is repeatable (takes a list).
+type Schema map[string]map[string]bool
+
+// A File is a parsed configuration file.
+type File struct {
+	// Path is where it was read from.
+	Path string
+	// Flags holds flag defaults: command → flag → values (one for a plain
+	// flag, any number for a repeatable one). The command "" holds the
+	// `flags:` section, for every command that has the flag.
+	Flags map[string]map[string][]string
+	// Baseline holds the accepted findings.
+	Baseline verify.Baseline
+}
+
+// Defaults returns the flag defaults for a command: its own section over
+// the `flags:` section, restricted to the flags the command has.
+func (f *File) Defaults(command string, has func(flag string) bool) map[string][]string {
+	out := make(map[string][]string)
+	for _, section := range []string{"", command} {
+		for name, vals := range f.Flags[section] {
+			if has(name) {
+				out[name] = vals
+			}
+		}
+	}
+	return out
+}
+
+// Load reads and parses the file at path.
+func Load(path string, schema Schema) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes; not a configuration file", path, maxSize)
+	}
+	return Parse(path, b, schema)
+}
+
+// Parse parses a configuration file's bytes; path names it in errors.
+func Parse(path string, data []byte, schema Schema) (*File, error) {
+	f := &File{Path: path, Flags: make(map[string]map[string][]string), Baseline: verify.Baseline{Source: path}}
+	errf := func(n *yaml.Node, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", path, n.Line, fmt.Sprintf(format, args...))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return f, nil // empty: no settings
+		}
+		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more than one YAML document", path)
+	}
+	if err := checkNoAliases(&doc, errf); err != nil {
+		return nil, err
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return f, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, errf(root, "the file must be a mapping of sections (flags, baseline, or a command name)")
+	}
+	anyCommand := func(flag string) bool {
+		for _, flags := range schema {
+			if _, ok := flags[flag]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	err := eachPair(root, errf, func(key string, k, v *yaml.Node) error {
+		switch {
+		case key == "baseline":
+			return parseBaseline(v, errf, &f.Baseline)
+		case key == "flags":
+			flags, err := parseFlags(v, errf, "flags", func(flag string) (known, repeatable bool) {
+				for _, fl := range schema {
+					if r, ok := fl[flag]; ok {
+						return true, r
+					}
+				}
+				return false, false
+			}, anyCommand)
+			f.Flags[""] = flags
+			return err
+		case schema[key] != nil:
+			flags, err := parseFlags(v, errf, key, func(flag string) (bool, bool) {
+				r, ok := schema[key][flag]
+				return ok, r
+			}, anyCommand)
+			f.Flags[key] = flags
+			return err
+		}
+		return errf(k, "unknown section %q (want flags, baseline, or a command: %s)", key, strings.Join(commandNames(schema), ", "))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func commandNames(schema Schema) []string {
+	names := make([]string, 0, len(schema))
+	for n := range schema {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+type errorf func(n *yaml.Node, format string, args ...any) error
+
+// checkNoAliases refuses anchors' aliases: a configuration needs none, and
+// expanding them is how small YAML files become large.
+func checkNoAliases(n *yaml.Node, errf errorf) error {
+	if n.Kind == yaml.AliasNode {
+		return errf(n, "aliases (*%s) are not supported", n.Value)
+	}
+	for _, c := range n.Content {
+		if err := checkNoAliases(c, errf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachPair walks a mapping's keys, which must be plain strings, each once.
+func eachPair(m *yaml.Node, errf errorf, fn func(key string, k, v *yaml.Node) error) error {
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int" && k.Tag != "!!bool" && k.Tag != "!!float") {
+			return errf(k, "a key must be a plain name")
+		}
+		if seen[k.Value] {
+			return errf(k, "%q is given twice", k.Value)
+		}
+		seen[k.Value] = true
+		if err := fn(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseFlags reads a section of flag: value pairs.
+func parseFlags(m *yaml.Node, errf errorf, section string, lookup func(string) (known, repeatable bool), anyCommand func(string) bool) (map[string][]string, error) {
+	out := make(map[string][]string)
+	if m.Kind == yaml.ScalarNode && m.Tag == "!!null" {
+		return out, nil
+	}
+	if m.Kind != yaml.MappingNode {
+		return nil, errf(m, "%s: want a mapping of flag names to values", section)
+	}
+	err := eachPair(m, errf, func(name string, k, v *yaml.Node) error {
+		name = strings.TrimLeft(name, "-")
+		known, repeatable := lookup(name)
+		switch {
+		case name == "config" || name == "help":
+			return errf(k, "%s: --%s cannot be set in the configuration file", section, name)
+		case !known && anyCommand(name):
+			return errf(k, "%s: the %s command has no --%s flag", section, section, name)
+		case !known:
+			return errf(k, "%s: unknown flag %q", section, name)
+		}
+		switch v.Kind {
+		case yaml.ScalarNode:
+			if v.Tag == "!!null" {
+				return errf(v, "%s: --%s has no value", section, name)
+			}
+			out[name] = []string{v.Value}
+		case yaml.SequenceNode:
+			if !repeatable {
+				return errf(v, "%s: --%s takes one value, not a list", section, name)
+			}
+			for _, item := range v.Content {
+				if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
+					return errf(item, "%s: --%s: each item must be a single value", section, name)
+				}
+				out[name] = append(out[name], item.Value)
+			}
+		default:
+			return errf(v, "%s: --%s: want a value or a list of values", section, name)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// parseBaseline reads the baseline: a list of {code, key, file, side,
+// reason}.
+func parseBaseline(n *yaml.Node, errf errorf, b *verify.Baseline) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return errf(n, "baseline: want a list of entries (- code: ..., key: ..., reason: ...)")
+	}
+	for i, item := range n.Content {
+		if item.Kind != yaml.MappingNode {
+			return errf(item, "baseline[%d]: want a mapping with code, key, file, side and reason", i)
+		}
+		fields := make(map[string]string)
+		err := eachPair(item, errf, func(key string, k, v *yaml.Node) error {
+			switch key {
+			case "code", "key", "file", "side", "reason":
+			default:
+				return errf(k, "baseline[%d]: unknown key %q (want code, key, file, side, reason)", i, key)
+			}
+			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+				return errf(v, "baseline[%d]: %s must be a single value", i, key)
+			}
+			fields[key] = v.Value
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if fields["code"] == "" {
+			return errf(item, "baseline[%d]: no code", i)
+		}
+		a, err := verify.NewAccepted(verify.Code(fields["code"]), fields["key"], fields["file"], verify.Side(fields["side"]), strings.TrimSpace(fields["reason"]))
+		if err != nil {
+			return errf(item, "baseline[%d]: %v", i, err)
+		}
+		b.Accepted = append(b.Accepted, a)
+	}
+	return nil
+}
