@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +28,12 @@ type Checkpoint struct {
 	Path string
 	// Source is where its files are read from; names are relative to it.
 	Source Source
-	// Hub is set when Path was a repo id resolved in the local hub cache.
+	// Hub is set when Path was a repo id resolved in the local hub cache,
+	// or an hf:// path resolved on the Hub.
 	Hub *HubRef
+	// Remote is set when the files are read over the network (https://,
+	// hf://, s3://): the resolved name and each file's version.
+	Remote *Remote
 	// Variant is the variant read ("fp16" for model.fp16.safetensors), ""
 	// for the plain model.safetensors; Variants lists the others present,
 	// which are separate checkpoints.
@@ -89,11 +92,14 @@ type Options struct {
 	// Variant selects model.<variant>.safetensors files in a directory
 	// holding several variants; "" is the plain model.safetensors.
 	Variant string
+	// Remote configures https://, hf:// and s3:// paths.
+	Remote RemoteOptions
 }
 
 // Open opens the checkpoint at path: a .safetensors file (of any name), a
-// *.safetensors.index.json, a directory, or a Hugging Face repo id
-// "org/name[@revision]" found in the local hub cache. A path that exists
+// *.safetensors.index.json, a directory, a Hugging Face repo id
+// "org/name[@revision]" found in the local hub cache, or a remote path
+// (https://, http://, hf://, s3://; see IsRemote). A path that exists
 // always wins over a repo id.
 //
 // It returns an error when there is nothing to check, or when a file it
@@ -102,6 +108,9 @@ type Options struct {
 // the files' contents, and files the index names that do not exist, are
 // recorded in the Checkpoint for the checks to report.
 func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
+	if IsRemote(path) {
+		return openRemote(ctx, path, opt)
+	}
 	c := &Checkpoint{Path: path}
 	resolved := path
 	st, err := os.Stat(path)
@@ -132,18 +141,28 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 		}
 		c.Source, names = Dir(filepath.Dir(resolved)), []string{filepath.Base(resolved)}
 	}
-	if err := c.readConfig(ctx); err != nil {
+	if err := c.load(ctx, indexName, names, st.IsDir(), opt.Variant); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// load reads config.json and the index (when indexName is set) from the
+// checkpoint's Source, then opens the shards: the index's, or names (dir
+// says they came from listing a directory).
+func (c *Checkpoint) load(ctx context.Context, indexName string, names []string, dir bool, variant string) error {
+	if err := c.readConfig(ctx); err != nil {
+		return err
+	}
 	if indexName == "" {
-		if len(names) == 1 && !st.IsDir() {
+		if len(names) == 1 && !dir {
 			c.PartOf = c.indexNaming(ctx, names[0])
 		}
-		return c, c.openShards(ctx, names, st.IsDir())
+		return c.openShards(ctx, names, dir)
 	}
 	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
 	if err != nil && !tooLarge(err) {
-		return nil, pathError(c.Source.Path(indexName), err)
+		return pathError(c.Source.Path(indexName), err)
 	}
 	c.Index = ParseIndex(b)
 	if err != nil {
@@ -152,11 +171,11 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
 	if c.Index.Err != nil {
 		// Fall back to the folder's files of this variant.
-		_, names, lerr := c.listShards(ctx, opt.Variant)
+		_, names, lerr := c.listShards(ctx, variant)
 		if lerr != nil && !errors.Is(lerr, ErrNotListable) {
-			return nil, lerr
+			return lerr
 		}
-		return c, c.openShards(ctx, names, true)
+		return c.openShards(ctx, names, true)
 	}
 	named := c.Index.ShardNames()
 	if _, inDir, err := c.listShards(ctx, c.Variant); err == nil {
@@ -166,9 +185,9 @@ func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
 			}
 		}
 	} else if !errors.Is(err, ErrNotListable) {
-		return nil, err
+		return err
 	}
-	return c, c.openShards(ctx, named, false)
+	return c.openShards(ctx, named, false)
 }
 
 // variantName matches transformers' variant file names: model.fp16.safetensors,
@@ -339,7 +358,7 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 	c.files = make([]File, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4*runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, c.openConcurrency())
 	for i, name := range names {
 		s := &Shard{Name: name, Path: c.Source.Path(name)}
 		c.Shards[i] = s

@@ -140,11 +140,11 @@ func run(bin string, runs int, only string) error {
 			name: "values (Qwen3-0.6B shape, 1.2 GB BF16, random values; page cache warm)",
 			setup: func(dir string) error {
 				q := fixture.Qwen3Dense06B
-				perturb := func(t safetensors.Tensor) safetensors.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
+				perturb := func(t fixture.Tensor) fixture.Tensor { return fixture.Perturb(t, safetensors.BF16, 1e-3, 11) }
 				for _, f := range []struct {
 					name      string
 					dtype     safetensors.DType
-					transform func(safetensors.Tensor) safetensors.Tensor
+					transform func(fixture.Tensor) fixture.Tensor
 				}{{"pub", safetensors.BF16, nil}, {"same", safetensors.BF16, nil},
 					{"f32", safetensors.F32, fixture.Upcast}, {"perturbed", safetensors.BF16, perturb}} {
 					if err := fixture.WriteStream(filepath.Join(dir, f.name+".safetensors"), q, f.dtype, f.transform); err != nil {
