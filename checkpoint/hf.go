@@ -314,13 +314,13 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 		obj := &httpObject{display: s.display, refused: s.refused}
 		err := obj.statusError(resp)
 		var re *RemoteError
-		if errors.As(err, &re) && resp.StatusCode == http.StatusNotFound {
-			switch resp.Header.Get("X-Error-Code") {
-			case "RevisionNotFound":
-				re.Cause = fmt.Sprintf("revision %s not found in %s (HTTP 404)", rev, s.repo)
-			default:
-				re.Cause = fmt.Sprintf("repository %s not found (HTTP 404)%s", s.repo, s.tokenHint())
-			}
+		code := resp.Header.Get("X-Error-Code")
+		switch {
+		case !errors.As(err, &re):
+		case code == "RevisionNotFound":
+			re.Cause = fmt.Sprintf("revision %s not found in %s (HTTP %d)", rev, s.repo, resp.StatusCode)
+		case code == "RepoNotFound" || resp.StatusCode == http.StatusNotFound:
+			re.Cause = fmt.Sprintf("repository %s not found (HTTP %d)%s", s.repo, resp.StatusCode, s.tokenHint())
 		}
 		return nil, err
 	}

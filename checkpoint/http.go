@@ -271,7 +271,7 @@ func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Check
 	}
 	s := &httpSource{remoteBase: remoteBase{opt: opt}, client: newHTTPClient("", "")}
 	dir, tg := u, target{}
-	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".json") {
+	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
 		tg = targetOf(base)
 		s.first, s.firstU = base, u.String()
 		d := *u

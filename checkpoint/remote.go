@@ -147,8 +147,10 @@ func targetOf(name string) target {
 		return target{}
 	case strings.HasSuffix(name, ".index.json"):
 		return target{index: name}
-	default:
+	case strings.HasSuffix(name, ".safetensors"):
 		return target{file: name}
+	default:
+		return target{}
 	}
 }
 
@@ -352,7 +354,7 @@ func entriesAt(names []string) []Entry {
 func splitTarget(p string) (dir string, tg target) {
 	p = strings.Trim(p, "/")
 	base := path.Base(p)
-	if strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".json") {
+	if strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
 		dir = path.Dir(p)
 		if dir == "." {
 			dir = ""

@@ -64,12 +64,13 @@ func newS3Source(ctx context.Context, p string, opt *RemoteOptions) (remoteSourc
 // newS3Client loads the SDK's configuration. With no region configured
 // (and no endpoint of its own), the bucket's region is asked for.
 func newS3Client(ctx context.Context, bucket string, opt *RemoteOptions) (*s3.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	tr.DisableCompression = true
-	// Redirects are not followed: a signed request goes only to the
-	// endpoint it was signed for.
-	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// The SDK's client does not follow redirects (aws/transport/http
+	// BuildableClient.Do): a signed request goes only to the endpoint it
+	// was signed for. It also takes AWS_CA_BUNDLE.
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = 64
+		tr.DisableCompression = true
+	})
 	loads := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
 	if opt.NoSignRequest {
 		loads = append(loads, config.WithCredentialsProvider(aws.AnonymousCredentials{}))

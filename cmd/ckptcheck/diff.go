@@ -26,7 +26,7 @@ func diffCommand() *cli.Command {
 		Description: "Validates both sides, maps the exported names onto the published ones with an adapter " +
 			"(chosen automatically unless --adapter says), and reports missing and unexpected keys, shape and dtype " +
 			"differences. lm_head.weight absent on one side is fine when tie_word_embeddings says it is tied.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			formatFlag, failOnFlag, verboseFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
 			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
@@ -40,7 +40,7 @@ func diffCommand() *cli.Command {
 			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance `R`"},
 			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON `FILE` of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
-		},
+		}, remoteFlags()...),
 		Action: runDiff,
 	}
 }
@@ -63,7 +63,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, path := range cmd.Args().Slice() {
-		wg.Go(func() { cks[i], errs[i] = open(ctx, path, checkpoint.Options{}) })
+		wg.Go(func() { cks[i], errs[i] = open(ctx, path, openOptions(cmd)) })
 	}
 	wg.Wait()
 	for _, c := range cks {
@@ -95,6 +95,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	var values *verify.ValueReport
 	if cmd.Bool("values") {
 		vopt := verify.ValueOptions{Policy: policy}
+		if cks[0].IsRemote() || cks[1].IsRemote() {
+			vopt.ReadAhead = remoteReadAhead
+		}
 		bar := newProgress(cmd, d.ValueBytes())
 		if bar != nil {
 			vopt.Progress = bar.update

@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -16,8 +15,9 @@ func validateCommand() *cli.Command {
 		Usage:     "check checkpoints against the format, their index and their config",
 		ArgsUsage: "PATH...",
 		Description: "PATH is a .safetensors file, a *.safetensors.index.json, a directory, " +
-			"or a Hugging Face repo id org/name[@revision] in the local hub cache.",
-		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag},
+			"a Hugging Face repo id org/name[@revision] in the local hub cache, or a remote path: " +
+			"an https:// URL of a file or index, hf://org/name[@revision][/folder], s3://bucket/prefix.",
+		Flags: append([]cli.Flag{formatFlag, failOnFlag, verboseFlag}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
 				return err
@@ -25,7 +25,7 @@ func validateCommand() *cli.Command {
 			var inputs []verify.Input
 			var findings []verify.Finding
 			for _, path := range cmd.Args().Slice() {
-				c, err := open(ctx, path, checkpoint.Options{})
+				c, err := open(ctx, path, openOptions(cmd))
 				if err != nil {
 					return err
 				}

@@ -49,7 +49,7 @@ func NewHub() (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{Server: s, repos: map[string]*Repo{}}
-	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool { h.serve(w, r); return true })
+	s.SetHandler(http.HandlerFunc(h.serve))
 	return h, nil
 }
 
@@ -60,7 +60,7 @@ func (h *Hub) WithCDN(host string) error {
 	if err != nil {
 		return err
 	}
-	cdn.Intercept(func(w http.ResponseWriter, r *http.Request) bool { h.serveCDN(w, r); return true })
+	cdn.SetHandler(http.HandlerFunc(h.serveCDN))
 	h.CDN = cdn
 	return nil
 }
@@ -94,6 +94,11 @@ func (h *Hub) authorized(r *http.Request) bool {
 func (rp *Repo) commit(rev string) string {
 	if rev == rp.Commit {
 		return rev
+	}
+	for _, c := range rp.Refs {
+		if rev == c {
+			return c
+		}
 	}
 	return rp.Refs[rev]
 }
@@ -138,11 +143,10 @@ type lfs struct {
 }
 
 func (h *Hub) serveInfo(w http.ResponseWriter, r *http.Request, id, rev string) {
-	rp := h.repo(id)
-	if rp == nil || (rp.Private && !h.authorized(r)) {
-		hubError(w, http.StatusUnauthorized, "RepoNotFound", "Repository Not Found for url")
+	if !h.known(w, r, id) {
 		return
 	}
+	rp := h.repo(id)
 	commit := rp.commit(rev)
 	if commit == "" {
 		hubError(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)
@@ -172,12 +176,26 @@ func (h *Hub) serveInfo(w http.ResponseWriter, r *http.Request, id, rev string) 
 	json.NewEncoder(w).Encode(map[string]any{"id": id, "sha": commit, "siblings": sibs})
 }
 
-func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, id, rev, file string) {
+// known answers as the Hub does for a repository it will not show: 401
+// without a token (it may be private), 404 with one.
+func (h *Hub) known(w http.ResponseWriter, r *http.Request, id string) bool {
 	rp := h.repo(id)
-	if rp == nil || (rp.Private && !h.authorized(r)) {
+	if rp != nil && (!rp.Private || h.authorized(r)) {
+		return true
+	}
+	if r.Header.Get("Authorization") != "" && (rp == nil || h.authorized(r)) {
+		hubError(w, http.StatusNotFound, "RepoNotFound", "Repository Not Found for url")
+	} else {
 		hubError(w, http.StatusUnauthorized, "RepoNotFound", "Repository Not Found for url")
+	}
+	return false
+}
+
+func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request, id, rev, file string) {
+	if !h.known(w, r, id) {
 		return
 	}
+	rp := h.repo(id)
 	commit := rp.commit(rev)
 	if commit == "" {
 		hubError(w, http.StatusNotFound, "RevisionNotFound", "Invalid rev id: "+rev)

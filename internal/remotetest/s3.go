@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -27,9 +27,27 @@ func NewS3(root string) (*Server, error) {
 		return nil, err
 	}
 	fake := gofakes3.New(&FileBackend{Root: root}, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithoutVersioning())
-	h := fake.Server()
-	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool { h.ServeHTTP(w, r); return true })
+	s.SetHandler(fake.Server())
 	return s, nil
+}
+
+// S3Env points the AWS SDK at an S3 server on loopback for the test, with
+// static keys and nothing that could reach off the machine: no instance
+// metadata, empty shared config and credentials files.
+func S3Env(t testing.TB, url string) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIATESTKEY", "AWS_SECRET_ACCESS_KEY": "test-secret-key", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_ENDPOINT_URL_S3": url, "AWS_ENDPOINT_URL": "",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty,
+	} {
+		t.Setenv(k, v)
+	}
 }
 
 // FileBackend is a gofakes3.Backend over a folder: a bucket per

@@ -46,7 +46,9 @@ type Server struct {
 	noRange bool
 	// intercept, if set, may answer a request itself (returning true).
 	intercept func(w http.ResponseWriter, r *http.Request) bool
-	log       []Request
+	// handler answers what intercept leaves; nil serves the files of Dir.
+	handler http.Handler
+	log     []Request
 
 	bytes    atomic.Int64
 	requests atomic.Int64
@@ -82,6 +84,13 @@ func (s *Server) Intercept(f func(w http.ResponseWriter, r *http.Request) bool) 
 	s.mu.Unlock()
 }
 
+// SetHandler makes h answer requests instead of the file server.
+func (s *Server) SetHandler(h http.Handler) {
+	s.mu.Lock()
+	s.handler = h
+	s.mu.Unlock()
+}
+
 // Bytes is how many body bytes the server has sent.
 func (s *Server) Bytes() int64 { return s.bytes.Load() }
 
@@ -109,7 +118,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range"), IfMatch: r.Header.Get("If-Match"),
 		Authorization: r.Header.Get("Authorization"), Host: r.Host})
-	latency, noRange, intercept := s.latency, s.noRange, s.intercept
+	latency, noRange, intercept, handler := s.latency, s.noRange, s.intercept, s.handler
 	s.mu.Unlock()
 	if latency > 0 {
 		time.Sleep(latency)
@@ -120,6 +129,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if noRange {
 		r.Header.Del("Range")
+	}
+	if handler != nil {
+		handler.ServeHTTP(cw, r)
+		return
 	}
 	ServeFile(cw, r, s.Dir, r.URL.Path)
 }
