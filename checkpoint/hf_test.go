@@ -165,7 +165,7 @@ func TestHFRefused(t *testing.T) {
 	var w waits
 	for _, tc := range []struct {
 		path, token, want string
-		is               error
+		is                error
 	}{
 		{"hf://meta/gated", "", "meta/gated is gated: accept its licence at " + hub.URL + "/meta/gated, then set HF_TOKEN", fs.ErrPermission},
 		{"hf://meta/gated", "hf_other", "meta/gated is gated: accept its licence at " + hub.URL + "/meta/gated with the account of your token", fs.ErrPermission},
@@ -320,4 +320,3 @@ func FuzzParseHF(f *testing.F) {
 		}
 	})
 }
-

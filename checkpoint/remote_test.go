@@ -399,3 +399,49 @@ func TestHTTPConcurrentHeaders(t *testing.T) {
 		t.Errorf("at most %d requests in flight, want shards fetched ≥ 16 at once", peak.Load())
 	}
 }
+
+func TestParseContentRange(t *testing.T) {
+	for _, tc := range []struct {
+		in                string
+		first, last, size int64
+		ok                bool
+	}{
+		{"bytes 0-100007/61000000000", 0, 100007, 61000000000, true},
+		{"bytes 5-9/*", 5, 9, -1, true},
+		{"bytes 0-9/10", 0, 9, 10, true},
+		{"bytes 0-9/9", 0, 0, 0, false}, // the last byte past the end
+		{"bytes 9-0/10", 0, 0, 0, false},
+		{"bytes */10", 0, 0, 0, false},
+		{"items 0-9/10", 0, 0, 0, false},
+		{"bytes -1-9/10", 0, 0, 0, false},
+	} {
+		f, l, s, ok := parseContentRange(tc.in)
+		if ok != tc.ok || (ok && (f != tc.first || l != tc.last || s != tc.size)) {
+			t.Errorf("%q: %d %d %d %v", tc.in, f, l, s, ok)
+		}
+	}
+}
+
+func FuzzParseContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-100007/61000000000", "bytes 5-9/*", "bytes */0", "bytes 1-0/5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		first, last, size, ok := parseContentRange(s)
+		if ok && (first < 0 || last < first || (size != -1 && size <= last)) {
+			t.Errorf("%q: %d-%d/%d accepted", s, first, last, size)
+		}
+	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "-1": 0, "soon": 0,
+		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0} {
+		if got := retryAfter(in); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
+	}
+	if d := retryAfter(time.Now().Add(time.Minute).UTC().Format(http.TimeFormat)); d < 50*time.Second || d > time.Minute {
+		t.Errorf("an HTTP date a minute ahead: %v", d)
+	}
+}

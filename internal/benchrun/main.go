@@ -44,6 +44,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if err := serve(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 3 && os.Args[1] == "nlp-diff" {
 		if err := nlpDiff(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "nlp-diff:", err)
@@ -68,6 +75,11 @@ type scenario struct {
 	ours, baselines func(dir string) [][]string
 	// pairs, if set, says which (ours, baseline) ratios mean something.
 	pairs func(our, baseline int) bool
+	// report, if set, prints more after the timings, given how many
+	// times each command ran (the warm-up run included).
+	report func(runs []int)
+	// teardown, if set, stops what setup started.
+	teardown func()
 }
 
 func run(bin string, runs int, only string) error {
@@ -179,6 +191,7 @@ func run(bin string, runs int, only string) error {
 			pairs: func(our, b int) bool { return (our == 0 && b <= 1) || (our == 1 && b >= 2) },
 		},
 	}
+	scenarios = append(scenarios, remoteScenarios(bin, self)...)
 	for _, sc := range scenarios {
 		if only != "" && !strings.Contains(sc.name, only) {
 			continue
@@ -196,6 +209,9 @@ func run(bin string, runs int, only string) error {
 		results := make([]result, len(all))
 		for i, c := range all {
 			if results[i], err = measure(c, runs); err != nil {
+				if sc.teardown != nil {
+					sc.teardown()
+				}
 				return err
 			}
 		}
@@ -216,6 +232,16 @@ func run(bin string, runs int, only string) error {
 					float64(results[len(ours)+j].median)/float64(results[i].median))
 			}
 		}
+		if sc.report != nil {
+			n := make([]int, len(results))
+			for i, r := range results {
+				n[i] = r.runs
+			}
+			sc.report(n)
+		}
+		if sc.teardown != nil {
+			sc.teardown()
+		}
 		os.RemoveAll(dir)
 	}
 	return nil
@@ -231,6 +257,7 @@ func describe(c []string, bin, self, dir string) string {
 type result struct {
 	median time.Duration
 	maxRSS int64 // bytes, the largest over the runs
+	runs   int   // times the command ran, the warm-up included
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -287,6 +314,7 @@ func measure(c []string, runs int) (result, error) {
 	}
 	slices.Sort(times)
 	r.median = times[len(times)/2]
+	r.runs = len(times) + 1
 	return r, nil
 }
 
