@@ -61,11 +61,14 @@ type remoteFile struct {
 
 	mu      sync.Mutex
 	changed error
+	cancel  context.CancelFunc
+	ahead   readAhead
 }
 
 // openRemoteFile opens obj with a first request for probe bytes.
 func openRemoteFile(ctx context.Context, p string, obj object, probe int64, opt *RemoteOptions, etagCheck bool) (*remoteFile, error) {
-	f := &remoteFile{path: p, obj: obj, opt: opt, ctx: ctx, etagCheck: etagCheck}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &remoteFile{path: p, obj: obj, opt: opt, ctx: ctx, cancel: cancel, etagCheck: etagCheck}
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = f.first(probe)
@@ -85,6 +88,7 @@ func openRemoteFile(ctx context.Context, p string, obj object, probe int64, opt 
 			return f, nil
 		}
 		if !f.again(attempt, err) {
+			cancel()
 			return nil, err
 		}
 	}
@@ -237,7 +241,12 @@ func netCause(err error) string {
 
 func (f *remoteFile) Size() int64 { return f.size }
 
-func (f *remoteFile) Close() error { return nil }
+// Close stops the file's read-ahead.
+func (f *remoteFile) Close() error {
+	f.cancel()
+	f.closeAhead()
+	return nil
+}
 
 // Unchanged reports a change one of the reads saw: the store's ETag or
 // size moved (every read checks them).
@@ -263,7 +272,11 @@ func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 		done = copy(p[:n], f.prefix[off:])
 	}
 	if done < n {
-		if err := f.fetch(p[done:n], off+int64(done)); err != nil {
+		ok, err := f.readAheadAt(p[done:n], off+int64(done))
+		if !ok {
+			err = f.fetch(p[done:n], off+int64(done))
+		}
+		if err != nil {
 			return done, err
 		}
 	}

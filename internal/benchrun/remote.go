@@ -51,7 +51,7 @@ func serve(args []string) error {
 		case r.URL.Path == "/__stats":
 			var b, n int64
 			for _, s := range servers {
-				b, n = b+s.Bytes(), n+s.Requests()
+				b, n = b+s.BytesNow(), n+s.Requests()
 			}
 			json.NewEncoder(w).Encode(map[string]int64{"bytes": b, "requests": n - 1})
 			return true

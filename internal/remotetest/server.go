@@ -52,6 +52,7 @@ type Server struct {
 
 	bytes    atomic.Int64
 	requests atomic.Int64
+	inFlight atomic.Int64
 }
 
 // NewServer serves dir on 127.0.0.1 (or on host, such as "127.0.0.2",
@@ -91,8 +92,19 @@ func (s *Server) SetHandler(h http.Handler) {
 	s.mu.Unlock()
 }
 
-// Bytes is how many body bytes the server has sent.
-func (s *Server) Bytes() int64 { return s.bytes.Load() }
+// Bytes is how many body bytes the server has sent, once the answers
+// under way have finished (a client may have all of an answer's bytes
+// before the handler returns and counts them).
+func (s *Server) Bytes() int64 {
+	for i := 0; i < 500 && s.inFlight.Load() > 0; i++ {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return s.bytes.Load()
+}
+
+// BytesNow is how many body bytes the server has counted so far, without
+// waiting for the answers under way.
+func (s *Server) BytesNow() int64 { return s.bytes.Load() }
 
 // Requests is how many requests the server has answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
@@ -114,6 +126,8 @@ func (s *Server) Log() []Request {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	s.requests.Add(1)
 	s.mu.Lock()
 	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range"), IfMatch: r.Header.Get("If-Match"),
