@@ -550,3 +550,34 @@ func TestReadAheadRandom(t *testing.T) {
 		t.Errorf("replaced file: %v, %v", err1, err2)
 	}
 }
+
+func TestHTTPTimeout(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	var n atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, ".safetensors") && n.Add(1) == 1 {
+			time.Sleep(time.Second) // a stalled answer
+		}
+		return false
+	})
+	var w waits
+	opt := remoteOpts(&w)
+	opt.Remote.Timeout = 150 * time.Millisecond
+	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", opt)
+	if c.Shards[0].File == nil || len(w.list()) != 1 {
+		t.Errorf("a stalled request is not retried after --timeout: %+v, waits %v", c.Shards[0], w.list())
+	}
+	// One that always stalls fails with a message naming --timeout.
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, ".safetensors") {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return false
+	})
+	_, err := Open(context.Background(), s.URL+"/model-00001-of-00003.safetensors", opt)
+	if err == nil || !strings.Contains(err.Error(), "no complete answer within 150ms (--timeout)") {
+		t.Errorf("%v", err)
+	}
+}
