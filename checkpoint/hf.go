@@ -17,7 +17,7 @@ import (
 // The Hugging Face Hub: hf://org/name[@revision][/subdir][/file] reads
 // $HF_ENDPOINT/org/name/resolve/<commit>/<file>. The revision is resolved
 // to a commit once, with the file listing, by the Hub's API
-// (GET /api/models/org/name/revision/<revision>?blobs=true, as
+// (GET /api/models/org/name/revision/<revision>?blobs=True, as
 // huggingface_hub's model_info(files_metadata=True) asks); every read then
 // names that commit, so a push during the run cannot mix two versions.
 
@@ -274,7 +274,7 @@ var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // resolve asks the Hub which commit a revision is, and its files.
 func (s *hfSource) resolve(ctx context.Context, rev string) (*hubInfo, error) {
-	u := s.at("api", "models", s.repo, "revision", url.PathEscape(rev)) + "?blobs=true"
+	u := s.at("api", "models", s.repo, "revision", url.PathEscape(rev)) + "?blobs=True" // as huggingface_hub sends files_metadata=True
 	ctx, cancel := context.WithTimeout(ctx, s.opt.timeout())
 	defer cancel()
 	for attempt := 0; ; attempt++ {
