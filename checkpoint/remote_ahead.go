@@ -16,10 +16,10 @@ import (
 // so memory stays bounded whatever the checkpoint.
 
 const (
-	aheadChunk  = 4 << 20
-	aheadWindow = 16 // chunks requested ahead, at most
+	aheadChunk  = 8 << 20
+	aheadWindow = 8 // chunks requested ahead, at most
 	// aheadBuffers bounds the chunks held by all files at once (96 MiB).
-	aheadBuffers = 24
+	aheadBuffers = 12
 )
 
 // chunkBufs is the free list of chunk buffers, shared by every file; at

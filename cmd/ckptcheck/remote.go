@@ -11,7 +11,7 @@ import (
 // remoteReadAhead is how many value blocks are read at once when a side is
 // remote: each read may wait a round trip, so more stay in flight (2 × 16
 // blocks of 512 KiB to 1 MiB). Remote files also read ahead themselves,
-// in 4 MiB chunks, when the reads are sequential.
+// in 8 MiB chunks, when the reads are sequential.
 const remoteReadAhead = 16
 
 // remoteFlags are the flags for https://, hf:// and s3:// paths.
