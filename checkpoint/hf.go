@@ -367,7 +367,12 @@ func (s *hfSource) refused(status int, h http.Header) string {
 
 func (s *hfSource) rb() *remoteBase { return &s.remoteBase }
 
-func (s *hfSource) Path(name string) string { return s.display + "/" + name }
+func (s *hfSource) Path(name string) string {
+	if name == "." {
+		return s.display
+	}
+	return s.display + "/" + name
+}
 
 // List lists the repository folder at the commit.
 func (s *hfSource) List(ctx context.Context) ([]Entry, error) { return s.entries, nil }

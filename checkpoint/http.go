@@ -311,7 +311,12 @@ func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Check
 func (s *httpSource) rb() *remoteBase { return &s.remoteBase }
 
 // Path is the file's URL without query.
-func (s *httpSource) Path(name string) string { return s.display + name }
+func (s *httpSource) Path(name string) string {
+	if name == "." {
+		return s.display
+	}
+	return s.display + name
+}
 
 func (s *httpSource) List(ctx context.Context) ([]Entry, error) { return nil, ErrNotListable }
 

@@ -119,7 +119,12 @@ func bucketRegion(ctx context.Context, c *s3.Client, bucket string, opt *RemoteO
 
 func (s *s3Source) rb() *remoteBase { return &s.remoteBase }
 
-func (s *s3Source) Path(name string) string { return s.display + name }
+func (s *s3Source) Path(name string) string {
+	if name == "." {
+		return s.display
+	}
+	return s.display + name
+}
 
 func (s *s3Source) Open(ctx context.Context, name string) (File, error) { return s.open(ctx, s, name) }
 
