@@ -155,7 +155,7 @@ func readHeaderLen(f *os.File) (int, int64, error) {
 func remoteScenarios(bin, self string) []scenario {
 	var srv *server
 	var moeNeed, before int64
-	return []scenario{
+	all := []scenario{
 		{
 			name: "remote-diff-moe (structural diff over http:// of a Qwen3-30B-A3B-shaped checkpoint, 16 sparse shards, vs a local copy; 50 ms added to every answer, .safetensors redirected to a second host)",
 			setup: func(dir string) error {
@@ -210,4 +210,9 @@ func remoteScenarios(bin, self string) []scenario {
 			teardown: func() { srv.stop() },
 		},
 	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		fmt.Println("  (remote-values skipped: its baseline needs curl; apt-get install curl)")
+		return all[:1]
+	}
+	return all
 }
