@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +28,12 @@ type Checkpoint struct {
 	Path string
 	// Source is where its files are read from; names are relative to it.
 	Source Source
-	// Hub is set when Path was a repo id resolved in the local hub cache.
+	// Hub is set when Path was a repo id resolved in the local hub cache,
+	// or an hf:// path resolved on the Hub.
 	Hub *HubRef
+	// Remote is set when the files are read over the network (https://,
+	// hf://, s3://): the resolved name and each file's version.
+	Remote *Remote
 	// Variant is the variant read ("fp16" for model.fp16.safetensors), ""
 	// for the plain model.safetensors; Variants lists the others present,
 	// which are separate checkpoints.
@@ -93,11 +96,14 @@ type Options struct {
 	// variants: a plain checkpoint is read as it is. A diff uses it, since
 	// the published side seldom has the export's variants.
 	AnyVariant bool
+	// Remote configures https://, hf:// and s3:// paths.
+	Remote RemoteOptions
 }
 
 // Open opens the checkpoint at path: a .safetensors file (of any name), a
-// *.safetensors.index.json, a directory, or a Hugging Face repo id
-// "org/name[@revision]" found in the local hub cache. A path that exists
+// *.safetensors.index.json, a directory, a Hugging Face repo id
+// "org/name[@revision]" found in the local hub cache, or a remote path
+// (https://, http://, hf://, s3://; see IsRemote). A path that exists
 // always wins over a repo id.
 //
 // It returns an error when there is nothing to check, or when a file it
@@ -106,6 +112,9 @@ type Options struct {
 // the files' contents, and files the index names that do not exist, are
 // recorded in the Checkpoint for the checks to report.
 func Open(ctx context.Context, path string, opt Options) (*Checkpoint, error) {
+	if IsRemote(path) {
+		return openRemote(ctx, path, opt)
+	}
 	c := &Checkpoint{Path: path}
 	resolved := path
 	st, err := os.Stat(path)
@@ -188,7 +197,7 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
 	if c.Index.Err != nil {
 		// Fall back to the folder's files of this variant.
-		_, names, lerr := c.listShards(ctx, opt.Variant)
+		_, names, lerr := c.listShards(ctx, c.Variant)
 		if lerr != nil && !errors.Is(lerr, ErrNotListable) {
 			return lerr
 		}
@@ -379,7 +388,7 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 	c.files = make([]File, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4*runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, c.openConcurrency())
 	for i, name := range names {
 		s := &Shard{Name: name, Path: c.Source.Path(name)}
 		c.Shards[i] = s

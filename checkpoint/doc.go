@@ -3,10 +3,13 @@
 // holds each tensor, and the config.json beside them.
 //
 // A Checkpoint is what users point a tool at: a single .safetensors file, an
-// index with its shards, a directory, or a repo id found in the local hub
-// cache. Its files come from a Source (a local directory today; remote
-// stores plug in as Sources whose files are io.ReaderAt values), so every
-// check reads every source the same way. Only headers are read at Open.
+// index with its shards, a directory, a repo id found in the local hub
+// cache, or a remote path: an https:// URL, hf://org/name[@revision] on the
+// Hugging Face Hub, s3://bucket/prefix. Its files come from a Source (a local
+// directory, or a remote store whose files are io.ReaderAt values doing
+// ranged reads with retries), so every check reads every source the same
+// way. Only headers are read at Open: for a remote file, one ranged request
+// for the first 100,008 bytes, and one more for a longer header.
 //
 // The files beside the weights (config, tokenizer, generation config, chat
 // template: Companions) are listed with their sizes and, where the source

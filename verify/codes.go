@@ -36,6 +36,7 @@ const (
 	CodeUnalignedData            Code = "unaligned_data"
 	CodeIndexTotalSizeMismatch   Code = "index_total_size_mismatch"
 	CodeUnreferencedShard        Code = "unreferenced_shard"
+	CodeNotListable              Code = "not_listable"
 	CodeEmptyCheckpoint          Code = "empty_checkpoint"
 	CodeShardOfIndex             Code = "shard_of_index"
 	CodeVariants                 Code = "variants"
@@ -105,6 +106,7 @@ var codes = []CodeDoc{
 	{CodeUnalignedData, Warning, "header length not a multiple of 8, or a tensor not aligned to its element size"},
 	{CodeIndexTotalSizeMismatch, Warning, "index metadata.total_size differs from the sum of tensor bytes"},
 	{CodeUnreferencedShard, Warning, "a .safetensors file beside the index that the index does not name"},
+	{CodeNotListable, Info, "the source cannot list its files (an http(s):// URL): .safetensors files beside the index that it does not name were not looked for"},
 	{CodeEmptyCheckpoint, Warning, "the checkpoint holds no tensors"},
 	{CodeShardOfIndex, Info, "a single file was checked that an index beside it names: one shard of a larger checkpoint"},
 	{CodeVariants, Info, "the directory holds several variants (model.safetensors, model.fp16.safetensors): each is its own checkpoint"},

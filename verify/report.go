@@ -52,6 +52,9 @@ type Input struct {
 	Variant string   `json:"variant,omitempty"`
 	// Hub is the repo id, revision as typed, and commit it resolved to.
 	Hub *checkpoint.HubRef `json:"hub,omitempty"`
+	// Remote is where a remote checkpoint was read from: the resolved
+	// name and each file's size, ETag and LFS sha256 (never a signed URL).
+	Remote *checkpoint.Remote `json:"remote,omitempty"`
 }
 
 // Summary counts findings per severity, those left out by --ignore, and
@@ -99,7 +102,7 @@ func (r *Report) Decide() {
 
 // DescribeInput is a checkpoint as a report lists it.
 func DescribeInput(c *checkpoint.Checkpoint, side Side) Input {
-	in := Input{Side: side, Path: c.Path, Tensors: c.NumTensors(), Files: []string{}, Hub: c.Hub, Variant: c.Variant}
+	in := Input{Side: side, Path: c.Path, Tensors: c.NumTensors(), Files: []string{}, Hub: c.Hub, Variant: c.Variant, Remote: c.Remote}
 	if c.Index != nil {
 		in.Index = c.Index.Path
 	}

@@ -213,6 +213,10 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
 			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
 	}
+	if c.Remote != nil && !c.Remote.Listed {
+		out = append(out, Finding{Code: CodeNotListable, Severity: Info, File: idx.Path,
+			Message: "over " + c.Remote.Kind + " there is no listing: .safetensors files beside the index that it does not name (unreferenced_shard) were not looked for"})
+	}
 	return out
 }
 

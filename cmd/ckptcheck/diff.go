@@ -25,7 +25,7 @@ func diffCommand() *cli.Command {
 		Description: "Validates both sides, maps the exported names onto the published ones with an adapter " +
 			"(chosen automatically unless --adapter says), and reports missing and unexpected keys, shape and dtype " +
 			"differences. lm_head.weight absent on one side is fine when tie_word_embeddings says it is tied.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
 			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
@@ -42,7 +42,7 @@ func diffCommand() *cli.Command {
 			htmlFlag,
 			&cli.BoolFlag{Name: "weights-only", Usage: "judge the weights only: not config.json, tokenizer and generation files, nor the export's dtype against its config"},
 			&cli.BoolFlag{Name: "require-files", Usage: "make every config, tokenizer, generation or chat-template file the published side has and the export lacks an error (the gate before upload)"},
-		},
+		}, remoteFlags()...),
 		Action: runDiff,
 	}
 }
@@ -69,7 +69,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	var wg sync.WaitGroup
 	for i, path := range cmd.Args().Slice() {
 		wg.Go(func() {
-			cks[i], errs[i] = open(ctx, path, checkpoint.Options{Variant: cmd.String("variant"), AnyVariant: true})
+			opt := openOptions(cmd)
+			opt.AnyVariant = true
+			cks[i], errs[i] = open(ctx, path, opt)
 		})
 	}
 	wg.Wait()
@@ -107,6 +109,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	var values *verify.ValueReport
 	if cmd.Bool("values") {
 		vopt := verify.ValueOptions{Policy: policy}
+		if cks[0].IsRemote() || cks[1].IsRemote() {
+			vopt.ReadAhead = remoteReadAhead
+		}
 		bar := newProgress(cmd, d.ValueBytes())
 		if bar != nil {
 			vopt.Progress = bar.update

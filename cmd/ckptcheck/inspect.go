@@ -6,7 +6,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -16,12 +15,12 @@ func inspectCommand() *cli.Command {
 		Name:      "inspect",
 		Usage:     "list a checkpoint's tensors, dtypes, shapes and parameter counts (headers only)",
 		ArgsUsage: "PATH",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringFlag{Name: "filter", Usage: "only tensors whose name matches `GLOB` (* matches any run of characters, dots included; ? one character)"},
 			&cli.BoolFlag{Name: "tree", Usage: "show the module tree with parameter counts instead of the tensor list"},
 			&cli.IntFlag{Name: "depth", Usage: "with --tree, show `N` levels (0: all)"},
-		},
+		}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, 1, "PATH"); err != nil {
 				return err
@@ -39,7 +38,7 @@ func inspectCommand() *cli.Command {
 			if _, err := ignores(cmd); err != nil {
 				return err
 			}
-			c, err := open(ctx, cmd.Args().First(), checkpoint.Options{Variant: cmd.String("variant")})
+			c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
 			if err != nil {
 				return err
 			}

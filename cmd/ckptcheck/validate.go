@@ -16,12 +16,13 @@ func validateCommand() *cli.Command {
 		Usage:     "check checkpoints against the format, their index and their config",
 		ArgsUsage: "PATH...",
 		Description: "PATH is a .safetensors file, a *.safetensors.index.json, a directory, " +
-			"or a Hugging Face repo id org/name[@revision] in the local hub cache.",
-		Flags: []cli.Flag{formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
+			"a Hugging Face repo id org/name[@revision] in the local hub cache, or a remote path: " +
+			"an https:// URL of a file or index, hf://org/name[@revision][/folder], s3://bucket/prefix.",
+		Flags: append([]cli.Flag{formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.BoolFlag{Name: "hashes", Usage: "check every file of a hub-cache snapshot against its blob's name (SHA-256, or git blob SHA-1); reads all the data"},
 			&cli.StringFlag{Name: "manifest", Usage: "check the checkpoint against a manifest `FILE` written by ckptcheck manifest; reads all the data", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
-		},
+		}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
 				return err
@@ -46,7 +47,9 @@ func validateCommand() *cli.Command {
 				// validated on its own, unless --variant names one.
 				variants := []string{cmd.String("variant")}
 				for i := 0; i < len(variants); i++ {
-					c, err := open(ctx, path, checkpoint.Options{Variant: variants[i]})
+					opt := openOptions(cmd)
+					opt.Variant = variants[i]
+					c, err := open(ctx, path, opt)
 					if err != nil {
 						return err
 					}

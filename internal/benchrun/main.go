@@ -70,6 +70,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if err := serve(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 3 && os.Args[1] == "nlp-diff" {
 		if err := nlpDiff(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "nlp-diff:", err)
@@ -151,7 +158,7 @@ func run(o options) error {
 		}
 	}
 	var chosen []scenario
-	all := scenarios(e)
+	all := allScenarios(e)
 	for _, sc := range all {
 		if len(o.only) == 0 || slices.ContainsFunc(o.only, func(w string) bool { return strings.Contains(sc.id, w) }) {
 			chosen = append(chosen, sc)
@@ -192,9 +199,15 @@ func run(o options) error {
 			return err
 		}
 		if err := sc.setup(dir); err != nil {
+			if sc.teardown != nil {
+				sc.teardown()
+			}
 			return fmt.Errorf("%s: setup: %w", sc.id, err)
 		}
 		err := timeScenario(sc, dir)
+		if sc.teardown != nil {
+			sc.teardown()
+		}
 		os.RemoveAll(dir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.id, err)
@@ -244,6 +257,13 @@ func baselineScenario(sc scenario, dir, bin, self string, runs int, shrink bool)
 			}
 			fmt.Printf("    %-48s vs %-48s %6.2f\n", short(name(c)), short(name(b)), r)
 		}
+	}
+	if sc.report != nil {
+		n := make([]int, len(results))
+		for i, r := range results {
+			n[i] = r.runs
+		}
+		sc.report(n)
 	}
 	return nil
 }

@@ -19,6 +19,11 @@ type scenario struct {
 	ours, baselines func(dir string) [][]string
 	// pairs, if set, says which (ours, baseline) ratios mean something.
 	pairs func(our, baseline int) bool
+	// report, if set, prints more after the timings, given how many
+	// times each command ran (the warm-up run included).
+	report func(runs []int)
+	// teardown, if set, stops what setup started.
+	teardown func()
 	// floor: the baselines only read the files, a floor no comparison can
 	// beat, and the ratio printed is ckptcheck's time over theirs (1: at
 	// the speed of reading). Otherwise it is the baseline's time over
@@ -184,6 +189,11 @@ func scenarios(e env) []scenario {
 		},
 		hostileScenario(e),
 	}
+}
+
+// allScenarios are the scenarios of this file and the remote ones.
+func allScenarios(e env) []scenario {
+	return append(scenarios(e), remoteScenarios(e.bin, e.self)...)
 }
 
 type valueFile struct {

@@ -1,0 +1,415 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// The Hugging Face Hub: hf://org/name[@revision][/subdir][/file] reads
+// $HF_ENDPOINT/org/name/resolve/<commit>/<file>. The revision is resolved
+// to a commit once, with the file listing, by the Hub's API
+// (GET /api/models/org/name/revision/<revision>?blobs=True, as
+// huggingface_hub's model_info(files_metadata=True) asks); every read then
+// names that commit, so a push during the run cannot mix two versions.
+
+// DefaultHubEndpoint is the Hub when HF_ENDPOINT is not set.
+const DefaultHubEndpoint = "https://huggingface.co"
+
+// hubEndpoint is $HF_ENDPOINT or the public Hub, without a trailing slash.
+func hubEndpoint() (*url.URL, error) {
+	e := strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/")
+	if e == "" {
+		e = DefaultHubEndpoint
+	}
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("HF_ENDPOINT %q is not an http(s) URL", e)
+	}
+	return u, nil
+}
+
+// hubToken is the Hub token: $HF_TOKEN (or the older
+// $HUGGING_FACE_HUB_TOKEN), else the file the hf CLI's login writes:
+// $HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token.
+func hubToken() string {
+	for _, v := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if t := strings.TrimSpace(os.Getenv(v)); t != "" {
+			return t
+		}
+	}
+	file := os.Getenv("HF_TOKEN_PATH")
+	if file == "" {
+		file = filepath.Join(hubHome(), "token")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || len(b) > 4096 {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hubHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface.
+func hubHome() string {
+	if h := os.Getenv("HF_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "huggingface")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// hubOffline reports HF_HUB_OFFLINE set to a true value, as huggingface_hub
+// reads it.
+func hubOffline() bool {
+	switch strings.ToUpper(strings.TrimSpace(os.Getenv("HF_HUB_OFFLINE"))) {
+	case "1", "ON", "YES", "TRUE":
+		return true
+	}
+	return false
+}
+
+// An hfRef is an hf:// path taken apart.
+type hfRef struct {
+	repo string // org/name
+	rev  string // as given, decoded; "" when none was
+	dir  string // the folder in the repository, "" for its root
+	tg   target
+}
+
+var repoPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// parseHF takes apart hf://org/name[@revision][/path]. A revision holding
+// slashes (refs/pr/3) is given URL-encoded (refs%2Fpr%2F3).
+func parseHF(p string) (hfRef, error) {
+	rest := p[len("hf://"):]
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	if len(parts) < 2 {
+		return hfRef{}, fmt.Errorf("%s: an hf:// path is hf://org/name[@revision][/folder or file]", p)
+	}
+	name, rev, hasRev := strings.Cut(parts[1], "@")
+	if hasRev {
+		r, err := url.PathUnescape(rev)
+		if err != nil || r == "" {
+			return hfRef{}, fmt.Errorf("%s: revision %q is not URL-encoded text", p, rev)
+		}
+		rev = r
+	}
+	if !repoPart.MatchString(parts[0]) || !repoPart.MatchString(name) {
+		return hfRef{}, fmt.Errorf("%s: %q is not a repository id (org/name)", p, parts[0]+"/"+name)
+	}
+	ref := hfRef{repo: parts[0] + "/" + name, rev: rev}
+	inRepo := strings.Join(parts[2:], "/")
+	if UnsafeName(inRepo+"/x.safetensors") != "" && inRepo != "" {
+		return hfRef{}, fmt.Errorf("%s: %q is not a path inside the repository", p, inRepo)
+	}
+	ref.dir, ref.tg = splitTarget(inRepo)
+	return ref, nil
+}
+
+// hubURL recognises a URL on the Hub's endpoint,
+// $HF_ENDPOINT/org/name/resolve/<revision>/<file>, so that it is read as
+// the hf:// path it is (the token goes with it, the commit is pinned).
+func hubURL(u *url.URL) (hfRef, bool) {
+	ep, err := hubEndpoint()
+	if err != nil || originOf(u) != originOf(ep) {
+		return hfRef{}, false
+	}
+	p := strings.TrimPrefix(u.EscapedPath(), strings.TrimRight(ep.EscapedPath(), "/"))
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	if len(parts) < 5 || parts[2] != "resolve" {
+		return hfRef{}, false
+	}
+	rev, err := url.PathUnescape(parts[3])
+	if err != nil {
+		return hfRef{}, false
+	}
+	file, err := url.PathUnescape(strings.Join(parts[4:], "/"))
+	if err != nil {
+		return hfRef{}, false
+	}
+	ref, err := parseHF("hf://" + parts[0] + "/" + parts[1] + "/" + file)
+	if err != nil || ref.tg == (target{}) {
+		return hfRef{}, false
+	}
+	ref.rev = rev
+	return ref, true
+}
+
+func newHFSource(ctx context.Context, p string, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, string, error) {
+	ref, err := parseHF(p)
+	if err != nil {
+		return nil, target{}, "", err
+	}
+	switch {
+	case ref.rev != "" && opt.Revision != "" && ref.rev != opt.Revision:
+		return nil, target{}, "", fmt.Errorf("%s: the path says revision %s, --revision says %s", p, ref.rev, opt.Revision)
+	case ref.rev == "":
+		ref.rev = opt.Revision
+	}
+	return openHF(ctx, ref, opt, c)
+}
+
+// openHF resolves the revision and lists the files. With HF_HUB_OFFLINE it
+// returns instead the local path in the hub cache to open.
+func openHF(ctx context.Context, ref hfRef, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, string, error) {
+	if ref.rev == "" {
+		ref.rev = "main"
+	}
+	name := hfDisplay(ref)
+	if hubOffline() {
+		snap, hub, err := ResolveHub(ref.repo + "@" + ref.rev)
+		if err != nil {
+			return nil, ref.tg, "", fmt.Errorf("%s: HF_HUB_OFFLINE is set and %w", name, err)
+		}
+		c.Hub = hub
+		c.Remote = &Remote{Kind: "hf", Name: hfName(ref.repo, hub.Commit, ref.dir), Listed: true, Offline: true}
+		local := filepath.Join(snap, filepath.FromSlash(ref.dir), ref.tg.index+ref.tg.file)
+		return nil, ref.tg, local, nil
+	}
+	ep, err := hubEndpoint()
+	if err != nil {
+		return nil, ref.tg, "", err
+	}
+	token := hubToken()
+	auth := ""
+	if token != "" {
+		auth = "Bearer " + token
+	}
+	s := &hfSource{remoteBase: remoteBase{opt: opt}, client: newHTTPClient(originOf(ep), auth), endpoint: ep,
+		repo: ref.repo, dir: ref.dir, display: name, hasToken: token != ""}
+	info, err := s.resolve(ctx, ref.rev)
+	if err != nil {
+		return nil, ref.tg, "", err
+	}
+	s.commit = info.SHA
+	c.Hub = &HubRef{Repo: ref.repo, Revision: ref.rev, Commit: info.SHA}
+	s.files = map[string]hubSibling{}
+	var names []string
+	for _, sb := range info.Siblings {
+		rel := sb.Name
+		if ref.dir != "" {
+			var ok bool
+			if rel, ok = strings.CutPrefix(sb.Name, ref.dir+"/"); !ok {
+				continue
+			}
+		}
+		s.files[rel] = sb
+		names = append(names, rel)
+	}
+	s.entries = entriesAt(names)
+	snap := filepath.Join(HubCacheDir(), "models--"+strings.ReplaceAll(ref.repo, "/", "--"), "snapshots", info.SHA)
+	if st, err := os.Stat(snap); err == nil && st.IsDir() && filepath.IsLocal(info.SHA) {
+		s.snapshot = snap
+	}
+	if ref.tg == (target{}) && len(names) == 0 {
+		return nil, ref.tg, "", fmt.Errorf("%s: no files at commit %s", name, info.SHA)
+	}
+	return s, ref.tg, "", nil
+}
+
+// hfDisplay is an hf:// path as reports name it, the revision as given.
+func hfDisplay(ref hfRef) string {
+	s := "hf://" + ref.repo
+	if ref.rev != "" && ref.rev != "main" {
+		s += "@" + url.PathEscape(ref.rev)
+	}
+	if ref.dir != "" {
+		s += "/" + ref.dir
+	}
+	return s
+}
+
+// hfName is the resolved name: the repository at a commit.
+func hfName(repo, commit, dir string) string {
+	s := "hf://" + repo + "@" + commit
+	if dir != "" {
+		s += "/" + dir
+	}
+	return s
+}
+
+// An hfSource reads a repository folder at one commit: from the local hub
+// cache when the file is there, else from the Hub.
+type hfSource struct {
+	remoteBase
+	client   *http.Client
+	endpoint *url.URL
+	repo     string
+	dir      string
+	display  string
+	commit   string
+	hasToken bool
+	snapshot string                // the hub cache's folder for the commit, "" when absent
+	files    map[string]hubSibling // by name relative to dir
+	entries  []Entry
+}
+
+// hubInfo is what the Hub's API says of a revision.
+type hubInfo struct {
+	SHA      string       `json:"sha"`
+	Siblings []hubSibling `json:"siblings"`
+}
+
+type hubSibling struct {
+	Name string `json:"rfilename"`
+	Size *int64 `json:"size"`
+	LFS  *struct {
+		SHA256 string `json:"sha256"`
+	} `json:"lfs"`
+}
+
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// resolve asks the Hub which commit a revision is, and its files.
+func (s *hfSource) resolve(ctx context.Context, rev string) (*hubInfo, error) {
+	u := s.at("api", "models", s.repo, "revision", url.PathEscape(rev)) + "?blobs=True" // as huggingface_hub sends files_metadata=True
+	ctx, cancel := context.WithTimeout(ctx, s.opt.timeout())
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		info, err := s.resolveOnce(ctx, u, rev)
+		ok, after := retryable(err)
+		if err == nil || !ok || attempt+1 >= maxAttempts || after > maxRetryAfter {
+			return info, err
+		}
+		if after <= 0 {
+			after = backoff(attempt)
+		}
+		if s.opt.wait(ctx, after) != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubInfo, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "ckptcheck")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		inner := err
+		if errors.As(err, &ue) {
+			inner = ue.Err
+		}
+		temp, _ := retryable(inner)
+		return nil, &RemoteError{Path: s.display, Cause: "cannot reach the Hub at " + displayURL(s.endpoint) + ": " + netCause(inner) +
+			" (set HF_HUB_OFFLINE=1 to read the local hub cache only)", temporary: temp, err: inner}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		obj := &httpObject{display: s.display, refused: s.refused}
+		err := obj.statusError(resp)
+		var re *RemoteError
+		code := resp.Header.Get("X-Error-Code")
+		switch {
+		case !errors.As(err, &re):
+		case code == "RevisionNotFound":
+			re.Cause = fmt.Sprintf("revision %s not found in %s (HTTP %d)", rev, s.repo, resp.StatusCode)
+		case code == "RepoNotFound" || resp.StatusCode == http.StatusNotFound:
+			re.Cause = fmt.Sprintf("repository %s not found (HTTP %d)%s", s.repo, resp.StatusCode, s.tokenHint())
+		}
+		return nil, err
+	}
+	b, err := readCapped(resp.Body, 64<<20, "the Hub's answer")
+	if err != nil {
+		return nil, &RemoteError{Path: s.display, Cause: err.Error(), temporary: true}
+	}
+	var info hubInfo
+	if err := json.Unmarshal(b, &info); err != nil || !commitID.MatchString(info.SHA) {
+		return nil, &RemoteError{Path: s.display, Cause: "the Hub's answer for revision " + rev + " is not a model's description with a commit id"}
+	}
+	return &info, nil
+}
+
+// at is a URL on the endpoint from path segments, escaped already.
+func (s *hfSource) at(segments ...string) string {
+	return strings.TrimRight(s.endpoint.String(), "/") + "/" + strings.Join(segments, "/")
+}
+
+func (s *hfSource) tokenHint() string {
+	if s.hasToken {
+		return ", or your token cannot see it"
+	}
+	return ", or private: set HF_TOKEN or log in with `hf auth login`"
+}
+
+// refused explains a 401/403 from the Hub: a gated repository (Llama,
+// Gemma) whose licence the token's account has not accepted, or a private
+// one.
+func (s *hfSource) refused(status int, h http.Header) string {
+	page := displayURL(s.endpoint.JoinPath(s.repo))
+	gated := h.Get("X-Error-Code") == "GatedRepo" || strings.Contains(strings.ToLower(h.Get("X-Error-Message")), "gated") ||
+		strings.Contains(strings.ToLower(h.Get("X-Error-Message")), "restricted")
+	switch {
+	case gated && s.hasToken:
+		return fmt.Sprintf("%s is gated: accept its licence at %s with the account of your token", s.repo, page)
+	case gated:
+		return fmt.Sprintf("%s is gated: accept its licence at %s, then set HF_TOKEN (or log in with `hf auth login`)", s.repo, page)
+	case s.hasToken:
+		return fmt.Sprintf("the token cannot read %s: if it is gated, accept its licence at %s; if private, use a token with access", s.repo, page)
+	}
+	return fmt.Sprintf("%s is private or gated: set HF_TOKEN (or log in with `hf auth login`), and for a gated model accept its licence at %s", s.repo, page)
+}
+
+func (s *hfSource) rb() *remoteBase { return &s.remoteBase }
+
+func (s *hfSource) Path(name string) string {
+	if name == "." {
+		return s.display
+	}
+	return s.display + "/" + name
+}
+
+// List lists the repository folder at the commit.
+func (s *hfSource) List(ctx context.Context) ([]Entry, error) { return s.entries, nil }
+
+func (s *hfSource) Open(ctx context.Context, name string) (File, error) { return s.open(ctx, s, name) }
+
+func (s *hfSource) openNow(ctx context.Context, name string) (File, error) {
+	full := path.Join(s.dir, name)
+	sb, listed := s.files[name]
+	v := FileVersion{Name: name}
+	if listed && sb.LFS != nil {
+		v.SHA256 = sb.LFS.SHA256
+	}
+	if s.snapshot != "" {
+		if f, err := openLocal(filepath.Join(s.snapshot, filepath.FromSlash(full))); err == nil {
+			v.Size, v.Cached = f.Size(), true
+			s.record(v)
+			return f, nil
+		}
+	}
+	if !listed {
+		return nil, notFound(s.Path(name), 0, fmt.Sprintf("not in %s at commit %s", s.repo, s.commit))
+	}
+	obj := &httpObject{client: s.client, url: s.at(s.repo, "resolve", s.commit, escapePath(full)), display: s.Path(name), refused: s.refused}
+	f, err := openRemoteFile(ctx, s.Path(name), obj, probeSize(name), s.opt, false)
+	if err != nil {
+		return nil, err
+	}
+	if sb.Size != nil && *sb.Size != f.size {
+		return nil, &RemoteError{Path: s.Path(name), err: ErrChanged,
+			Cause: fmt.Sprintf("the Hub lists %d bytes at commit %s, the download has %d", *sb.Size, s.commit, f.size)}
+	}
+	v.Size, v.ETag = f.size, f.etag
+	s.record(v)
+	return f, nil
+}
+
+func (s *hfSource) remote() *Remote {
+	return &Remote{Kind: "hf", Name: hfName(s.repo, s.commit, s.dir), Listed: true, Files: s.versions()}
+}

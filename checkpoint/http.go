@@ -1,0 +1,369 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+)
+
+// newHTTPClient is a client for one remote source. When auth is set (an
+// Authorization value), it goes with requests to origin only: the exact
+// scheme, host and port. Go's client would forward an Authorization header
+// set on the first request along a redirect to the same host on another
+// port (net/http's shouldCopyHeaderOnRedirect compares host names only), so
+// the header is never set on a request: the transport adds it to each hop
+// whose origin matches.
+func newHTTPClient(origin, auth string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64 // many ranged reads in flight, connections reused
+	tr.DisableCompression = true
+	var rt http.RoundTripper = tr
+	if auth != "" {
+		rt = &authTransport{base: tr, origin: origin, auth: auth}
+	}
+	return &http.Client{Transport: rt, CheckRedirect: checkRedirect}
+}
+
+// checkRedirect follows at most 10 redirects and never from https to
+// http: the next hop would see a signed URL in the clear.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("more than 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errors.New("refused a redirect from https to plain http")
+	}
+	req.Header.Del("Authorization")
+	return nil
+}
+
+// authTransport adds an Authorization header to requests for one origin.
+type authTransport struct {
+	base   http.RoundTripper
+	origin string
+	auth   string
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if originOf(req.URL) != t.origin {
+		return t.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", t.auth)
+	return t.base.RoundTrip(r)
+}
+
+// originOf is scheme://host:port, with the scheme's default port written
+// out, so that two spellings of one origin compare equal.
+func originOf(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// displayURL is a URL as reports show it: without credentials, query or
+// fragment (a presigned URL's signature is a credential).
+func displayURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
+}
+
+// An httpObject is a file at a URL. After a redirect the final URL (a
+// CDN's signed URL, for the Hub) is reused for later reads, and dropped
+// again when it stops working.
+type httpObject struct {
+	client  *http.Client
+	url     string
+	display string
+	// refused explains a 401/403 in words ("" for the plain status).
+	refused func(status int, h http.Header) string
+	final   atomic.Pointer[string]
+}
+
+func (o *httpObject) get(ctx context.Context, off, n int64, etag string) (*part, error) {
+	if u := o.final.Load(); u != nil {
+		pt, err := o.request(ctx, *u, off, n, etag)
+		var re *RemoteError
+		if !errors.As(err, &re) || re.Status == 0 || re.Status == http.StatusPreconditionFailed || re.Status >= 500 || re.Status == http.StatusTooManyRequests {
+			return pt, err
+		}
+		// A 4xx from the redirect target: a signed URL that expired.
+		// Ask the origin again.
+		o.final.CompareAndSwap(u, nil)
+	}
+	return o.request(ctx, o.url, off, n, etag)
+}
+
+func (o *httpObject) request(ctx context.Context, u string, off, n int64, etag string) (*part, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &RemoteError{Path: o.display, Cause: "not a valid URL"}
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	req.Header.Set("User-Agent", "ckptcheck")
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
+	}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		// The error names the URL, which may be signed: say only why.
+		inner := err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			inner = ue.Err
+		}
+		temp, _ := retryable(inner)
+		cause := netCause(inner)
+		if !temp && ctx.Err() == nil {
+			cause = inner.Error()
+		}
+		return nil, &RemoteError{Path: o.display, Cause: cause, temporary: temp, err: inner}
+	}
+	if final := resp.Request.URL.String(); final != u {
+		o.final.Store(&final)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return &part{body: resp.Body, whole: true, length: resp.ContentLength, size: resp.ContentLength, etag: strongETag(resp.Header)}, nil
+	case http.StatusPartialContent:
+		start, _, size, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if !ok {
+			resp.Body.Close()
+			return nil, &RemoteError{Path: o.display, Status: resp.StatusCode, Cause: fmt.Sprintf("HTTP 206 with a Content-Range of %q", resp.Header.Get("Content-Range"))}
+		}
+		return &part{body: resp.Body, off: start, length: resp.ContentLength, size: size, etag: strongETag(resp.Header)}, nil
+	}
+	resp.Body.Close()
+	return nil, o.statusError(resp)
+}
+
+// statusError is a status other than 200 and 206 as an error.
+func (o *httpObject) statusError(resp *http.Response) error {
+	code := resp.StatusCode
+	cause := statusCause(code, http.StatusText(code))
+	switch {
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		size := int64(-1)
+		if s, ok := strings.CutPrefix(resp.Header.Get("Content-Range"), "bytes */"); ok {
+			if v, err := strconv.ParseInt(s, 10, 64); err == nil && v >= 0 {
+				size = v
+			}
+		}
+		return &unsatisfiable{size: size}
+	case code == http.StatusNotFound || code == http.StatusGone:
+		return notFound(o.display, code, "not found ("+cause+")")
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		if o.refused != nil {
+			if why := o.refused(code, resp.Header); why != "" {
+				cause += ": " + why
+			}
+		}
+		return &RemoteError{Path: o.display, Status: code, Cause: "access refused (" + cause + ")", err: fs.ErrPermission}
+	case code == http.StatusPreconditionFailed:
+		return &RemoteError{Path: o.display, Status: code, err: ErrChanged,
+			Cause: fmt.Sprintf("%s: the file was replaced during the run (its ETag no longer matches: %s)", ErrChanged, cause)}
+	case code == http.StatusTooManyRequests || code >= 500:
+		after := retryAfter(resp.Header.Get("Retry-After"))
+		if after > maxRetryAfter {
+			cause += fmt.Sprintf(", asking to retry after %s", after.Round(time.Second))
+		}
+		return &RemoteError{Path: o.display, Status: code, Cause: cause, temporary: true, retryAfter: after}
+	}
+	return &RemoteError{Path: o.display, Status: code, Cause: cause}
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
+		return time.Duration(min(s, 1<<20)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// strongETag is the response's ETag when it is a strong one: If-Match and
+// comparisons need strong validators.
+func strongETag(h http.Header) string {
+	e := h.Get("ETag")
+	if strings.HasPrefix(e, "W/") {
+		return ""
+	}
+	return e
+}
+
+// parseContentRange reads "bytes first-last/size"; size is -1 for "*".
+func parseContentRange(v string) (first, last, size int64, ok bool) {
+	s, ok := strings.CutPrefix(v, "bytes ")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	rng, total, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	a, b, ok := strings.Cut(rng, "-")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	var err1, err2 error
+	first, err1 = strconv.ParseInt(a, 10, 64)
+	last, err2 = strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || first < 0 || last < first {
+		return 0, 0, 0, false
+	}
+	size = -1
+	if total != "*" {
+		v, err := strconv.ParseInt(total, 10, 64)
+		if err != nil || v <= last {
+			return 0, 0, 0, false
+		}
+		size = v
+	}
+	return first, last, size, true
+}
+
+// An httpSource reads files at URLs relative to a base URL. Plain HTTP
+// cannot list: List returns ErrNotListable.
+type httpSource struct {
+	remoteBase
+	client  *http.Client
+	base    *url.URL // the directory, ending in "/", without query
+	first   string   // the name of the file the user gave
+	firstU  string   // its URL as given, query included
+	display string   // base as reports show it
+}
+
+// newHTTPSource makes the source for an http(s) URL and says what the URL
+// names: a .safetensors file, an index, or a directory (then the index or
+// model.safetensors there, found by asking).
+func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil, target{}, fmt.Errorf("%s: not a valid URL", raw)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if ref, ok := hubURL(u); ok {
+		src, tg, local, err := openHF(ctx, ref, opt, c)
+		if err == nil && local != "" {
+			return nil, tg, fmt.Errorf("%s: HF_HUB_OFFLINE is set: give the repository as hf://%s to read it from the hub cache", displayURL(u), ref.repo)
+		}
+		return src, tg, err
+	}
+	s := &httpSource{remoteBase: remoteBase{opt: opt}, client: newHTTPClient("", "")}
+	dir, tg := u, target{}
+	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
+		tg = targetOf(base)
+		s.first, s.firstU = base, u.String()
+		d := *u
+		d.Path = u.Path[:len(u.Path)-len(base)]
+		d.RawPath = ""
+		dir = &d
+	} else if !strings.HasSuffix(dir.Path, "/") {
+		d := *u
+		d.Path += "/"
+		d.RawPath = ""
+		dir = &d
+	}
+	b := *dir
+	b.User, b.RawQuery, b.ForceQuery, b.Fragment, b.RawFragment = nil, "", false, "", ""
+	if u.User != nil {
+		return nil, target{}, fmt.Errorf("%s: credentials in the URL are not sent; use a presigned URL or hf:// / s3://", displayURL(u))
+	}
+	s.base, s.display = &b, b.String()
+	if tg == (target{}) {
+		// No listing: look for the usual names.
+		for _, name := range []string{"model.safetensors.index.json", "model.safetensors"} {
+			f, err := s.openNow(ctx, name)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, target{}, err
+			}
+			keep(s, name, f)
+			return s, targetOf(name), nil
+		}
+		return nil, target{}, fmt.Errorf("%s: no model.safetensors.index.json or model.safetensors there (over http(s), give the URL of a .safetensors file or of an index: there is no listing)", s.display)
+	}
+	return s, tg, nil
+}
+
+func (s *httpSource) rb() *remoteBase { return &s.remoteBase }
+
+// Path is the file's URL without query.
+func (s *httpSource) Path(name string) string {
+	if name == "." {
+		return s.display
+	}
+	return s.display + name
+}
+
+func (s *httpSource) List(ctx context.Context) ([]Entry, error) { return nil, ErrNotListable }
+
+func (s *httpSource) Open(ctx context.Context, name string) (File, error) {
+	return s.open(ctx, s, name)
+}
+
+func (s *httpSource) openNow(ctx context.Context, name string) (File, error) {
+	u := s.firstU
+	if name != s.first {
+		ref, err := url.Parse(escapePath(name))
+		if err != nil {
+			return nil, &RemoteError{Path: s.Path(name), Cause: "not a valid file name for a URL"}
+		}
+		u = s.base.ResolveReference(ref).String()
+	}
+	obj := &httpObject{client: s.client, url: u, display: s.Path(name)}
+	f, err := openRemoteFile(ctx, s.Path(name), obj, probeSize(name), s.opt, true)
+	if err != nil {
+		return nil, err
+	}
+	s.record(FileVersion{Name: name, Size: f.size, ETag: f.etag})
+	return f, nil
+}
+
+func (s *httpSource) remote() *Remote {
+	kind := strings.TrimSuffix(s.base.Scheme, "://")
+	return &Remote{Kind: kind, Name: s.display, Files: s.versions()}
+}
+
+// escapePath escapes each segment of a slash-separated name for a URL.
+func escapePath(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}
+
+// readCapped reads a small answer body (API JSON), refusing one over limit.
+func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %s", what, netCause(err))
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is over %s bytes", what, textfmt.Thousands(limit))
+	}
+	return b, nil
+}

@@ -1,0 +1,583 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/internal/remotetest"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// serve serves dir on loopback for the test.
+func serve(t *testing.T, dir string) *remotetest.Server {
+	t.Helper()
+	s, err := remotetest.NewServer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// waits records the waits between retries instead of sleeping.
+type waits struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	w.d = append(w.d, d)
+	w.mu.Unlock()
+	return ctx.Err()
+}
+
+func (w *waits) list() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.d...)
+}
+
+func remoteOpts(w *waits) Options {
+	return Options{Remote: RemoteOptions{Timeout: 10 * time.Second, sleep: w.sleep}}
+}
+
+func openRemoteT(t *testing.T, p string, opt Options) *Checkpoint {
+	t.Helper()
+	c, err := Open(context.Background(), p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// paddedFile is a safetensors file whose header is exactly n bytes: one
+// F32 tensor "t" of two elements and metadata padding.
+func paddedFile(n int) []byte {
+	head := `{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"__metadata__":{"pad":"`
+	tail := `"}}`
+	h := head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	b = append(b, h...)
+	return append(b, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40) // 1.0, 2.0
+}
+
+func TestHTTPHeaderProbeEdges(t *testing.T) {
+	dir := t.TempDir()
+	// The first request asks for bytes 0-100007: the 8-byte length and
+	// 100,000 bytes of header. A header of 100,000 bytes fits; one of
+	// 100,001 takes a second request for its last byte.
+	cases := []struct {
+		header, requests int
+	}{{99_992, 1}, {99_993, 1}, {100_000, 1}, {100_001, 2}, {200_000, 2}, {100, 1}}
+	for _, tc := range cases {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.safetensors", tc.header)), paddedFile(tc.header), 0o644)
+	}
+	s := serve(t, dir)
+	var w waits
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.header), func(t *testing.T) {
+			s.Reset()
+			c := openRemoteT(t, fmt.Sprintf("%s/h%d.safetensors", s.URL, tc.header), remoteOpts(&w))
+			sh := c.Shards[0]
+			if sh.File == nil || sh.File.HeaderSize != uint64(tc.header) {
+				t.Fatalf("header not read: %+v", sh)
+			}
+			if sh.Err != nil && !strings.Contains(sh.Err.Error(), "unaligned") {
+				t.Logf("format note: %v", sh.Err)
+			}
+			var shardReqs []remotetest.Request
+			for _, r := range s.Log() {
+				if strings.HasSuffix(r.Path, ".safetensors") {
+					shardReqs = append(shardReqs, r)
+				}
+			}
+			if len(shardReqs) != tc.requests {
+				t.Fatalf("%d requests for the file, want %d: %+v", len(shardReqs), tc.requests, shardReqs)
+			}
+			if shardReqs[0].Range != "bytes=0-100007" {
+				t.Errorf("first range %q", shardReqs[0].Range)
+			}
+			if tc.requests == 2 && tc.header < 200_000 && shardReqs[1].Range != fmt.Sprintf("bytes=100008-%d", 8+tc.header-1) {
+				t.Errorf("second range %q", shardReqs[1].Range)
+			}
+			data := make([]byte, 8)
+			if _, err := sh.File.Tensors[0].Open().ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}) {
+				t.Errorf("tensor bytes %v", data)
+			}
+			if c.Remote == nil || c.Remote.Listed || len(c.Remote.Files) == 0 || c.Remote.Files[0].ETag == "" {
+				t.Errorf("remote = %+v", c.Remote)
+			}
+		})
+	}
+}
+
+func writeTiny(t *testing.T, dir string) {
+	t.Helper()
+	if err := fixture.WriteSharded(dir, fixture.Tiny.Tensors(safetensors.BF16), 3, fixture.Tiny.Config("bfloat16")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTTPForms(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	os.WriteFile(filepath.Join(dir, "stray.safetensors"), paddedFile(200), 0o644)
+	s := serve(t, dir)
+	var w waits
+	for _, p := range []string{s.URL + "/model.safetensors.index.json", s.URL + "/", s.URL} {
+		c := openRemoteT(t, p, remoteOpts(&w))
+		if c.Index == nil || c.Index.Err != nil || len(c.Shards) != 3 || c.NumTensors() != len(fixture.Tiny.Specs()) || c.Config == nil {
+			t.Fatalf("%s: %+v", p, c)
+		}
+		// No listing over HTTP: the stray file is not seen, and the
+		// checkpoint says it could not look.
+		if len(c.Unreferenced) != 0 || c.Remote.Listed || c.Remote.Kind != "http" {
+			t.Errorf("%s: unreferenced %v, remote %+v", p, c.Unreferenced, c.Remote)
+		}
+		if got := c.Shards[0].Path; got != s.URL+"/model-00001-of-00003.safetensors" {
+			t.Errorf("shard path %q", got)
+		}
+		if len(c.Remote.Files) != 5 { // index, config, 3 shards
+			t.Errorf("versions %+v", c.Remote.Files)
+		}
+	}
+	c := openRemoteT(t, s.URL+"/model-00002-of-00003.safetensors?sig=secret", remoteOpts(&w))
+	if len(c.Shards) != 1 || c.Shards[0].File == nil || c.PartOf != nil {
+		t.Fatalf("single file: %+v", c)
+	}
+	if strings.Contains(c.Shards[0].Path, "secret") || strings.Contains(c.Remote.Name, "secret") {
+		t.Errorf("query shown: %q %q", c.Shards[0].Path, c.Remote.Name)
+	}
+}
+
+func TestHTTPMissingAndRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/private/"):
+			http.Error(w, "no", http.StatusUnauthorized)
+			return true
+		case strings.HasPrefix(r.URL.Path, "/forbidden/"):
+			http.Error(w, "no", http.StatusForbidden)
+			return true
+		}
+		return false
+	})
+	var w waits
+	for _, tc := range []struct {
+		path string
+		is   error
+		want string
+	}{
+		{"/nothing.safetensors", fs.ErrNotExist, "not found (HTTP 404"},
+		{"/nothing.safetensors.index.json", fs.ErrNotExist, "not found (HTTP 404"},
+		{"/empty-dir/", nil, "no model.safetensors.index.json or model.safetensors"},
+		{"/private/model.safetensors", fs.ErrPermission, "access refused (HTTP 401"},
+		{"/forbidden/model.safetensors.index.json", fs.ErrPermission, "access refused (HTTP 403"},
+	} {
+		_, err := Open(context.Background(), s.URL+tc.path, remoteOpts(&w))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), s.URL+tc.path) {
+			t.Errorf("%s: %v", tc.path, err)
+		}
+		if tc.is != nil && !errors.Is(err, tc.is) {
+			t.Errorf("%s: %v is not %v", tc.path, err, tc.is)
+		}
+	}
+	if len(w.list()) != 0 {
+		t.Errorf("404/401/403 were retried: %v", w.list())
+	}
+	// A shard the index names that the server lacks is a missing shard.
+	os.Remove(filepath.Join(dir, "model-00002-of-00003.safetensors"))
+	c := openRemoteT(t, s.URL+"/model.safetensors.index.json", remoteOpts(&w))
+	if c.Shards[1].Missing == "" || c.Shards[0].Missing != "" {
+		t.Errorf("missing shard not recorded: %+v", c.Shards[1])
+	}
+}
+
+func TestHTTPSizeFromContentRange(t *testing.T) {
+	dir := t.TempDir()
+	full := paddedFile(300)
+	os.WriteFile(filepath.Join(dir, "truncated.safetensors"), full[:len(full)-3], 0o644)
+	os.WriteFile(filepath.Join(dir, "trailing.safetensors"), append(full, 1, 2, 3), 0o644)
+	os.WriteFile(filepath.Join(dir, "empty.safetensors"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "short.safetensors"), []byte{1, 2, 3}, 0o644)
+	s := serve(t, dir)
+	var w waits
+	for name, kind := range map[string]safetensors.ErrorKind{
+		"truncated": safetensors.MetadataIncompleteBuffer, "trailing": safetensors.MetadataIncompleteBuffer,
+		"empty": safetensors.HeaderTooSmall, "short": safetensors.HeaderTooSmall,
+	} {
+		c := openRemoteT(t, s.URL+"/"+name+".safetensors", remoteOpts(&w))
+		var fe *safetensors.FormatError
+		if !errors.As(c.Shards[0].Err, &fe) || fe.Kind != kind {
+			t.Errorf("%s: %v, want %v", name, c.Shards[0].Err, kind)
+		}
+	}
+}
+
+func TestHTTPServerIgnoringRange(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "small.safetensors"), paddedFile(1000), 0o644)
+	big := paddedFile(1000)
+	f, _ := os.Create(filepath.Join(dir, "big.safetensors"))
+	f.Write(big)
+	f.Truncate(512 << 20) // a sparse 512 MiB file: its tail is trailing bytes
+	f.Close()
+	s := serve(t, dir)
+	s.SetNoRange(true)
+	var w waits
+	// A 200 whose length fits the range is a small file, read whole.
+	c := openRemoteT(t, s.URL+"/small.safetensors", remoteOpts(&w))
+	if c.Shards[0].File == nil || c.Shards[0].Err != nil {
+		t.Fatalf("small file: %+v", c.Shards[0])
+	}
+	// A 200 starting to send a larger file stops at once.
+	s.Reset()
+	_, err := Open(context.Background(), s.URL+"/big.safetensors", remoteOpts(&w))
+	if !errors.Is(err, errIgnoresRange) || !strings.Contains(err.Error(), "536,870,912-byte file") {
+		t.Fatalf("big file: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server notice the closed connection
+	if s.Bytes() > 64<<20 {
+		t.Errorf("%d bytes sent before stopping", s.Bytes())
+	}
+}
+
+func TestHTTPRetries(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	var n atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, ".safetensors") {
+			return false
+		}
+		switch n.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "3")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return true
+		case 2:
+			http.Error(w, "oops", http.StatusBadGateway)
+			return true
+		}
+		return false
+	})
+	var w waits
+	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
+	if c.Shards[0].File == nil {
+		t.Fatal("not opened")
+	}
+	got := w.list()
+	if len(got) != 2 || got[0] != 3*time.Second || got[1] <= 0 || got[1] > time.Second {
+		t.Errorf("waits %v, want Retry-After's 3s then a short backoff", got)
+	}
+	// A server that keeps failing: the error says why, after maxAttempts.
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, ".safetensors") {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	w = waits{}
+	_, err := Open(context.Background(), s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 503") || len(w.list()) != maxAttempts-1 {
+		t.Errorf("%v after %d waits", err, len(w.list()))
+	}
+}
+
+// writeBig writes a file whose one tensor (1 MiB) lies past the bytes
+// read at open.
+func writeBig(t *testing.T, dir string) {
+	t.Helper()
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	err := fixture.WriteFile(filepath.Join(dir, "model-00001-of-00003.safetensors"),
+		[]fixture.Tensor{{Name: "w", DType: safetensors.U8, Shape: []uint64{1 << 20}, Data: data}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTTPDroppedConnection(t *testing.T) {
+	dir := t.TempDir()
+	writeBig(t, dir)
+	s := serve(t, dir)
+	var w waits
+	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
+	tn := c.Shards[0].File.Tensors[0]
+	want := make([]byte, tn.Size())
+	local, _ := os.ReadFile(filepath.Join(dir, "model-00001-of-00003.safetensors"))
+	copy(want, local[8+c.Shards[0].File.HeaderSize+tn.DataOffsets[0]:])
+	// The next two data reads break off half way; the reader resumes.
+	var drops atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if drops.Add(1) <= 2 {
+			remotetest.DropMidBody(w, r, dir)
+		}
+		return false
+	})
+	s.Reset()
+	got := make([]byte, len(want))
+	if _, err := tn.Open().ReadAt(got, 0); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes differ after a dropped connection")
+	}
+	log := s.Log()
+	if len(log) != 3 || log[1].Range == log[0].Range {
+		t.Errorf("requests %+v: want the broken range resumed", log)
+	}
+}
+
+func TestHTTPFileReplaced(t *testing.T) {
+	dir := t.TempDir()
+	writeBig(t, dir)
+	s := serve(t, dir)
+	var w waits
+	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
+	name := filepath.Join(dir, "model-00001-of-00003.safetensors")
+	b, _ := os.ReadFile(name)
+	os.WriteFile(name, b, 0o644)
+	os.Chtimes(name, time.Now(), time.Now().Add(time.Hour)) // a new ETag, same size
+	buf := make([]byte, 64)
+	_, err := c.Shards[0].File.Tensors[0].Open().ReadAt(buf, 512<<10)
+	if !errors.Is(err, ErrChanged) || !errors.Is(c.Unchanged(), ErrChanged) {
+		t.Fatalf("replaced file: read %v, unchanged %v", err, c.Unchanged())
+	}
+	if log := s.Log(); log[len(log)-1].IfMatch == "" {
+		t.Error("no If-Match sent")
+	}
+}
+
+func TestHTTPConcurrentHeaders(t *testing.T) {
+	dir := t.TempDir()
+	if err := fixture.WriteSharded(dir, fixture.TinyMoE.Tensors(safetensors.BF16), 40, fixture.TinyMoE.Config("bfloat16")); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, dir)
+	var inFlight, peak atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		n := inFlight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(150 * time.Millisecond)
+		inFlight.Add(-1)
+		return false
+	})
+	var w waits
+	c := openRemoteT(t, s.URL+"/model.safetensors.index.json", remoteOpts(&w))
+	if len(c.Shards) < 20 {
+		t.Fatal(len(c.Shards))
+	}
+	if peak.Load() < 16 {
+		t.Errorf("at most %d requests in flight, want shards fetched ≥ 16 at once", peak.Load())
+	}
+}
+
+func TestParseContentRange(t *testing.T) {
+	for _, tc := range []struct {
+		in                string
+		first, last, size int64
+		ok                bool
+	}{
+		{"bytes 0-100007/61000000000", 0, 100007, 61000000000, true},
+		{"bytes 5-9/*", 5, 9, -1, true},
+		{"bytes 0-9/10", 0, 9, 10, true},
+		{"bytes 0-9/9", 0, 0, 0, false}, // the last byte past the end
+		{"bytes 9-0/10", 0, 0, 0, false},
+		{"bytes */10", 0, 0, 0, false},
+		{"items 0-9/10", 0, 0, 0, false},
+		{"bytes -1-9/10", 0, 0, 0, false},
+	} {
+		f, l, s, ok := parseContentRange(tc.in)
+		if ok != tc.ok || (ok && (f != tc.first || l != tc.last || s != tc.size)) {
+			t.Errorf("%q: %d %d %d %v", tc.in, f, l, s, ok)
+		}
+	}
+}
+
+func FuzzParseContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-100007/61000000000", "bytes 5-9/*", "bytes */0", "bytes 1-0/5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		first, last, size, ok := parseContentRange(s)
+		if ok && (first < 0 || last < first || (size != -1 && size <= last)) {
+			t.Errorf("%q: %d-%d/%d accepted", s, first, last, size)
+		}
+	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "-1": 0, "soon": 0,
+		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0} {
+		if got := retryAfter(in); got != want {
+			t.Errorf("%q: %v, want %v", in, got, want)
+		}
+	}
+	if d := retryAfter(time.Now().Add(time.Minute).UTC().Format(http.TimeFormat)); d < 50*time.Second || d > time.Minute {
+		t.Errorf("an HTTP date a minute ahead: %v", d)
+	}
+}
+
+// writeRandom writes a file of n random-ish bytes named name in dir.
+func writeRandom(t *testing.T, dir, name string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	x := uint32(1)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReadAheadSequential(t *testing.T) {
+	dir := t.TempDir()
+	const size = 5*aheadChunk + 12345
+	want := writeRandom(t, dir, "big.safetensors", size)
+	s := serve(t, dir)
+	var w waits
+	opt := remoteOpts(&w)
+	f, err := openRemoteFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", ""), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.Reset()
+	// Eight readers take 512 KiB blocks in order, as the value engine does.
+	const block = 512 << 10
+	var next atomic.Int64
+	next.Store(headerProbe)
+	got := make([]byte, size)
+	copy(got, want[:headerProbe])
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				off := next.Add(block) - block
+				if off >= size {
+					return
+				}
+				n := min(block, size-off)
+				if _, err := f.ReadAt(got[off:off+n], off); err != nil && err != io.EOF {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes differ")
+	}
+	// Whole chunks, few requests; only blocks read before the reads looked
+	// sequential (one per reader at most) are read twice.
+	if s.Requests() > 20 || s.Bytes() > size+8*block {
+		t.Errorf("%d requests, %d bytes for a %d-byte file", s.Requests(), s.Bytes(), size)
+	}
+	chunkMu.Lock()
+	if chunkCount > aheadBuffers {
+		t.Errorf("%d chunk buffers made", chunkCount)
+	}
+	chunkMu.Unlock()
+}
+
+func TestReadAheadRandom(t *testing.T) {
+	dir := t.TempDir()
+	const size = 8 * aheadChunk
+	want := writeRandom(t, dir, "big.safetensors", size)
+	s := serve(t, dir)
+	var w waits
+	opt := remoteOpts(&w)
+	f, err := openRemoteFile(context.Background(), "big", &httpObject{client: newHTTPClient("", ""), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.Reset()
+	// Reads that jump about transfer only their own bytes.
+	var asked int64
+	for _, off := range []int64{7 * aheadChunk, 2*aheadChunk + 5, 5 * aheadChunk, 3*aheadChunk + 100, aheadChunk} {
+		p := make([]byte, 4096)
+		if _, err := f.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p, want[off:off+4096]) {
+			t.Fatalf("bytes at %d differ", off)
+		}
+		asked += 4096
+	}
+	if s.Bytes() != asked {
+		t.Errorf("%d bytes served for %d asked", s.Bytes(), asked)
+	}
+	// A replaced file is an error on the chunked path too.
+	name := filepath.Join(dir, "big.safetensors")
+	os.Chtimes(name, time.Now(), time.Now().Add(time.Hour))
+	p := make([]byte, 4096)
+	_, err1 := f.ReadAt(p, aheadChunk+4096)
+	_, err2 := f.ReadAt(p, aheadChunk+8192)
+	if !errors.Is(err1, ErrChanged) && !errors.Is(err2, ErrChanged) {
+		t.Errorf("replaced file: %v, %v", err1, err2)
+	}
+}
+
+func TestHTTPTimeout(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	var n atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, ".safetensors") && n.Add(1) == 1 {
+			time.Sleep(time.Second) // a stalled answer
+		}
+		return false
+	})
+	var w waits
+	opt := remoteOpts(&w)
+	opt.Remote.Timeout = 150 * time.Millisecond
+	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", opt)
+	if c.Shards[0].File == nil || len(w.list()) == 0 {
+		t.Errorf("a stalled request is not retried after --timeout: %+v, waits %v", c.Shards[0], w.list())
+	}
+	// One that always stalls fails with a message naming --timeout.
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasSuffix(r.URL.Path, ".safetensors") {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return false
+	})
+	_, err := Open(context.Background(), s.URL+"/model-00001-of-00003.safetensors", opt)
+	if err == nil || !strings.Contains(err.Error(), "no complete answer within 150ms (--timeout)") {
+		t.Errorf("%v", err)
+	}
+}
