@@ -21,6 +21,9 @@ type PartitionInfo struct {
 	Structural int `json:"structural"`
 	// Items is how many work items the whole run has, over all partitions.
 	Items int `json:"items"`
+	// Ignore lists the run's --ignore rules, which merge applies again to
+	// the summaries it recomputes.
+	Ignore []string `json:"ignore,omitempty"`
 	// Tensors is the work this partition did, in order.
 	Tensors []Covered `json:"tensors"`
 }
@@ -48,30 +51,33 @@ type MergeInfo struct {
 }
 
 // NewValuesReport is the report of diff --values: the diff's findings,
-// then the values'. When the values were compared for a partition
-// (ValueOptions.Partition, even 0/1), it is that partition's report, for Merge: the
-// structural findings are computed in every partition but carried only in
-// partition 0's, and Partition records the partition, the fingerprint and
-// the work covered.
-func NewValuesReport(failOn Severity, inputs []Input, d *Comparison, values *ValueReport, p Partition, fingerprint string) *Report {
+// then the values', less those the ignores silence (counted in
+// Summary.Ignored). When the values were compared for a partition
+// (ValueOptions.Partition, even 0/1), it is that partition's report, for
+// Merge: the structural findings are computed in every partition but
+// carried only in partition 0's, and Partition records the partition, the
+// fingerprint, the ignores and the work covered.
+func NewValuesReport(failOn Severity, inputs []Input, d *Comparison, values *ValueReport, p Partition, fingerprint string, ignores []Ignore) *Report {
+	var structural []Finding
+	if p.Count == 0 || p.Index == 0 {
+		structural = d.Findings
+	}
+	structural, ignoredS := ApplyIgnores(structural, ignores)
+	valueFs, ignoredV := ApplyIgnores(values.Findings, ignores)
+	r := NewReport("diff", failOn, inputs, append(slices.Clip(structural), valueFs...))
+	r.Values = values
+	r.Summary.Ignored = ignoredS + ignoredV
 	if p.Count == 0 {
-		r := NewReport("diff", failOn, inputs, append(slices.Clip(d.Findings), values.Findings...))
-		r.Values = values
 		return r
 	}
-	var findings []Finding
-	if p.Index == 0 {
-		findings = append(findings, d.Findings...)
-	}
-	structural := len(findings)
-	findings = append(findings, values.Findings...)
-	r := NewReport("diff", failOn, inputs, findings)
-	r.Values = values
 	covered := values.Covered
 	if covered == nil {
 		covered = []Covered{}
 	}
-	r.Partition = &PartitionInfo{Partition: p, Fingerprint: fingerprint, Structural: structural, Items: values.Items, Tensors: covered}
+	r.Partition = &PartitionInfo{Partition: p, Fingerprint: fingerprint, Structural: len(structural), Items: values.Items, Tensors: covered}
+	for _, ig := range ignores {
+		r.Partition.Ignore = append(r.Partition.Ignore, ig.String())
+	}
 	return r
 }
 
@@ -103,7 +109,7 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 			return nil, fmt.Errorf("%s: not a partition report (it was not made with --partition)", in.Name)
 		case r.Command != "diff" || r.Values == nil:
 			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition reports", in.Name, r.Command)
-		case p.Count < 1 || p.Index < 0 || p.Index >= p.Count:
+		case p.Count < 1 || p.Count > maxPartitions || p.Index < 0 || p.Index >= p.Count:
 			return nil, fmt.Errorf("%s: partition %d/%d is not a partition", in.Name, p.Index, p.Count)
 		case p.Count != first.Report.Partition.Count:
 			return nil, fmt.Errorf("%s is partition %s but %s is %s: the reports are of different runs",
@@ -131,27 +137,45 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 		}
 		byIndex[i], info.Reports[i] = in.Report, in.Name
 	}
+	var missing []int
 	for i, r := range byIndex {
 		if r == nil {
-			msg := fmt.Sprintf("partition %d/%d missing: its tensors are not in this report", i, n)
-			if i == 0 {
-				msg += ", nor the structural findings, which partition 0 carries"
-			}
-			problems = append(problems, Finding{Code: CodePartitionMissing, Severity: Error, Message: msg})
+			missing = append(missing, i)
 		}
 	}
-	values, valueFindings, err := mergeValues(byIndex, info)
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%s %s of %d missing: their tensors are not in this report", partitionsWord(len(missing)), textfmt.IndexRanges(missing), n)
+		if missing[0] == 0 {
+			msg += ", nor the structural findings, which partition 0 carries"
+		}
+		problems = append(problems, Finding{Code: CodePartitionMissing, Severity: Error, Message: msg, Expected: n, Got: n - len(missing)})
+	}
+	var ignores []Ignore
+	for _, spec := range first.Report.Partition.Ignore {
+		ig, err := ParseIgnore(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", first.Name, err)
+		}
+		ignores = append(ignores, ig)
+	}
+	values, valueFindings, err := mergeValues(byIndex, info, ignores)
 	if err != nil {
 		return nil, err
 	}
 	findings := problems
 	var inputs []Input
-	var ignored int
+	ignored := 0
 	for _, r := range byIndex {
-		if r != nil {
-			inputs, ignored = r.Inputs, r.Summary.Ignored
-			break
+		if r == nil {
+			continue
 		}
+		if inputs == nil {
+			inputs = r.Inputs
+		}
+		// Each partition counted what it left out: part 0 the structural
+		// findings, every part its values' (the keys of its share of a
+		// summary too, so the sum is the single run's count).
+		ignored += r.Summary.Ignored
 	}
 	if r := byIndex[0]; r != nil {
 		findings = append(findings, r.Findings[:r.Partition.Structural]...)
@@ -191,7 +215,7 @@ func checkCovered(in MergeInput) error {
 
 // mergeValues puts the partitions' statistics and value findings in the
 // whole run's order and sums the counts.
-func mergeValues(byIndex []*Report, info *MergeInfo) (*ValueReport, []Finding, error) {
+func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueReport, []Finding, error) {
 	out := &ValueReport{Tensors: []TensorStats{}}
 	type placed struct {
 		at    int
@@ -261,7 +285,10 @@ func mergeValues(byIndex []*Report, info *MergeInfo) (*ValueReport, []Finding, e
 		fs = append(fs, f.f)
 	}
 	if out.Tolerant && len(unchanged) > 0 {
-		fs = append(fs, unchangedFinding(unchanged))
+		// The partitions counted the keys the ignores left out of their
+		// shares; here they are only left out again.
+		kept, _ := ApplyIgnores([]Finding{unchangedFinding(unchanged)}, ignores)
+		fs = append(fs, kept...)
 	}
 	out.Findings = fs
 	return out, fs, nil
@@ -278,4 +305,11 @@ func (m *MergeInfo) String() string {
 	}
 	fp := strings.TrimPrefix(m.Fingerprint, "sha256:")
 	return fmt.Sprintf("%d of %d partitions, fingerprint %s", have, m.Count, fp[:min(12, len(fp))])
+}
+
+func partitionsWord(n int) string {
+	if n == 1 {
+		return "partition"
+	}
+	return "partitions"
 }

@@ -72,7 +72,7 @@ func partitionRun(t testing.TB, pub, exp string, p Partition) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return roundTrip(t, NewValuesReport(Error, nil, d, values, p, d.Fingerprint(fineTunePolicy, []string{"test"})))
+	return roundTrip(t, NewValuesReport(Error, nil, d, values, p, d.Fingerprint(fineTunePolicy, []string{"test"}), nil))
 }
 
 func roundTrip(t testing.TB, r *Report) *Report {
@@ -207,7 +207,7 @@ func TestMergeProblems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return roundTrip(t, NewValuesReport(Error, nil, d, v, Partition{Index: 1, Count: n}, d.Fingerprint(pol, []string{"test"})))
+		return roundTrip(t, NewValuesReport(Error, nil, d, v, Partition{Index: 1, Count: n}, d.Fingerprint(pol, []string{"test"}), nil))
 	}()
 	damaged := *parts[1].Report
 	dp := *damaged.Partition
