@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"runtime"
@@ -54,10 +53,14 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 		*f = Float(math.NaN())
 		return nil
 	}
-	var v float64
-	err := json.Unmarshal(b, &v)
+	// A JSON number is a Go float literal; strconv is many times faster
+	// than a nested json.Unmarshal, and merge reads one per statistic.
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("not a number: %.40s", b)
+	}
 	*f = Float(v)
-	return err
+	return nil
 }
 
 // Defined reports whether the statistic has a value.
