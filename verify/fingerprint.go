@@ -99,7 +99,7 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 	if idx := c.Index; idx != nil {
 		w.str("index " + idx.Name)
 		if idx.Err != nil {
-			w.str(idx.Err.Error())
+			w.str("unusable") // its message may name the path
 		}
 		if idx.TotalSize != nil {
 			w.u64(*idx.TotalSize)
@@ -114,7 +114,7 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 	if cfg := c.Config; cfg != nil {
 		w.str("config " + cfg.Name)
 		if cfg.Err != nil {
-			w.str(cfg.Err.Error())
+			w.str("unusable")
 		}
 		keys := slices.Sorted(maps.Keys(cfg.Fields))
 		w.num(len(keys))
@@ -139,7 +139,7 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 			w.str(s.Version)
 		}
 		if s.Err != nil {
-			w.str(s.Err.Error())
+			w.str(s.Err.Error()) // a format error: kind, tensor, offset; no path
 		}
 	}
 	w.strs(c.Unreferenced)
