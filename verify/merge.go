@@ -227,7 +227,8 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 		f  Finding
 	}
 	var findings []ranked
-	seen := make(map[int]int) // work item → partition
+	seen := make(map[int]int)       // work item → partition
+	seenKey := make(map[string]int) // tensor → partition
 	for i, r := range byIndex {
 		if r == nil {
 			continue
@@ -253,6 +254,10 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 				tieAt[c.Tie] = c.At
 				continue
 			}
+			if j, dup := seenKey[c.Key]; dup {
+				return nil, nil, fmt.Errorf("%s and %s both cover %s: the reports disagree", info.Reports[j], info.Reports[i], textfmt.Quote(c.Key))
+			}
+			seenKey[c.Key] = i
 			atOf[c.Key] = c.At
 			tensors = append(tensors, placed{c.At, &v.Tensors[k]})
 			k++

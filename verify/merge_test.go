@@ -298,3 +298,36 @@ func copyDir(t *testing.T, from, to string) {
 		}
 	}
 }
+
+// FuzzMerge feeds merge a damaged partition report beside good ones: it
+// is refused or merged, never a panic, and a merge keeps every partition's
+// statistics at most once.
+func FuzzMerge(f *testing.F) {
+	pub, exp := fineTunePair(f)
+	var good []*Report
+	for i := range 3 {
+		r := partitionRun(f, pub, exp, Partition{Index: i, Count: 3})
+		good = append(good, r)
+		var b bytes.Buffer
+		r.WriteJSON(&b)
+		f.Add(b.Bytes())
+	}
+	f.Add([]byte(`{"schema":"ckptcheck.report/v1","command":"diff","values":{"tensors":[]},"partition":{"index":1,"count":3,"items":99999999999,"structural":-1,"tensors":[{"at":-5}]}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		r, err := ReadReport(bytes.NewReader(doc))
+		if err != nil {
+			return
+		}
+		m, err := Merge([]MergeInput{{"good0", good[0]}, {"fuzzed", r}, {"good2", good[2]}}, Error)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range m.Values.Tensors {
+			if seen[s.Key] {
+				t.Fatalf("%s merged twice", s.Key)
+			}
+			seen[s.Key] = true
+		}
+	})
+}
