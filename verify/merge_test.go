@@ -65,14 +65,14 @@ var fineTunePolicy = ValuePolicy{Default: Tolerance{Rtol: 1e-2},
 
 // partitionRun runs diff --values for partition p (the whole run when p is
 // zero) and returns its report as merge reads it back: through JSON.
-func partitionRun(t testing.TB, pub, exp string, p Partition) *Report {
+func partitionRun(t testing.TB, pub, exp string, p Partition, ignores ...Ignore) *Report {
 	t.Helper()
 	d := diffPaths(t, pub, exp, DiffOptions{})
 	values, err := d.CompareValues(context.Background(), ValueOptions{Policy: fineTunePolicy, Partition: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return roundTrip(t, NewValuesReport(Error, nil, d, values, p, d.Fingerprint(fineTunePolicy, []string{"test"}), nil))
+	return roundTrip(t, NewValuesReport(Error, nil, d, values, p, d.Fingerprint(fineTunePolicy, []string{"test"}), ignores))
 }
 
 func roundTrip(t testing.TB, r *Report) *Report {
@@ -157,6 +157,36 @@ func TestMergeEqualsSingleRun(t *testing.T) {
 		if merged.Values.BytesRead != whole.Values.BytesRead {
 			t.Errorf("n=%d: %d bytes read in all, %d in one run", n, merged.Values.BytesRead, whole.Values.BytesRead)
 		}
+	}
+}
+
+// TestMergeWithIgnores: findings an --ignore silences stay out of the
+// merged report, the recomputed unchanged summary loses the keys ignored,
+// and the count of what was ignored is the single run's.
+func TestMergeWithIgnores(t *testing.T) {
+	pub, exp := fineTunePair(t)
+	var ignores []Ignore
+	for _, spec := range []string{"dtype_mismatch", "nonfinite", "unchanged=model.layers.0.*", "missing_key=model.layers.2.*"} {
+		ig, err := ParseIgnore(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ignores = append(ignores, ig)
+	}
+	whole := partitionRun(t, pub, exp, Partition{}, ignores...)
+	if whole.Summary.Ignored < 3 || codesOf(whole.Findings)[CodeNonFinite] != 0 || codesOf(whole.Findings)[CodeUnchanged] != 1 {
+		t.Fatalf("the ignores should silence something: ignored %d, %v", whole.Summary.Ignored, codesOf(whole.Findings))
+	}
+	for _, n := range []int{2, 3, 7} {
+		var parts []MergeInput
+		for i := range n {
+			parts = append(parts, MergeInput{Name: "p", Report: partitionRun(t, pub, exp, Partition{Index: i, Count: n}, ignores...)})
+		}
+		merged, err := Merge(parts, Error)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameResult(t, "with ignores", merged, whole)
 	}
 }
 

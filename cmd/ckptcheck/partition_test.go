@@ -117,7 +117,7 @@ func TestMergeCommand(t *testing.T) {
 	clearPartitionEnv(t)
 	pub, exp := fineTuned(t)
 	dir := t.TempDir()
-	flags := []string{"--rtol", "1e-2", pub, exp}
+	flags := []string{"--rtol", "1e-2", "--ignore", "unchanged=model.layers.1.*", pub, exp}
 	files := partitionReports(t, dir, 3, flags...)
 
 	// Text: the single run's, with the line saying what was merged.
@@ -218,7 +218,8 @@ func TestFingerprintFollowsFlags(t *testing.T) {
 	}
 	seen := map[string]string{base: "no flags"}
 	for _, args := range [][]string{{"--rtol", "1e-2"}, {"--atol", "1e-2"}, {"--tied", "false"}, {"--dtype", "bf16"},
-		{"--strip-prefix", "x."}, {"--rename", "^a=b"}, {"--adapter", "exported=hf"}, {"--adapter-file", adapterFile}} {
+		{"--strip-prefix", "x."}, {"--rename", "^a=b"}, {"--adapter", "exported=hf"}, {"--adapter-file", adapterFile},
+		{"--ignore", "unchanged"}} {
 		got := fingerprint(args...)
 		if prev, ok := seen[got]; ok {
 			t.Errorf("%v: the fingerprint of %s", args, prev)
