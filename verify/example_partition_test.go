@@ -77,7 +77,7 @@ func ExampleMerge() {
 	}
 	fmt.Println(merged.OK, merged.Values.Compared, "compared,", merged.Values.Equal, "equal,", merged.Summary.Error, "error")
 	// Output:
-	// part 0/3: 9 tensors, 46 findings
+	// part 0/3: 9 tensors, 47 findings
 	// part 1/3: 10 tensors, 0 findings
 	// part 2/3: 26 tensors, 0 findings
 	// false 45 compared, 45 equal, 1 error

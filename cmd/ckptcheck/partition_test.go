@@ -232,3 +232,29 @@ func TestFingerprintFollowsFlags(t *testing.T) {
 		t.Error("another adapter file under the same name keeps the fingerprint")
 	}
 }
+
+// TestMergeAppliesBaseline: a configuration file's baseline is applied by
+// merge to the merged report, as by a single run, and not by the parts,
+// whose reports keep every finding for the merge.
+func TestMergeAppliesBaseline(t *testing.T) {
+	clearPartitionEnv(t)
+	pub, exp := fineTuned(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ckptcheck.yaml")
+	os.WriteFile(cfg, []byte("baseline:\n  - code: missing_key\n    reason: the norm is re-added at upload\n"), 0o644)
+	files := partitionReports(t, dir, 2, "--config", cfg, "--rtol", "1e-2", pub, exp)
+	if b, _ := os.ReadFile(files[0]); !strings.Contains(string(b), `"code": "missing_key"`) {
+		t.Fatalf("part 0 applied the baseline: its report lacks the missing_key finding")
+	}
+	_, single, _ := ckptcheck(t, "diff", "--values", "--format", "json", "--config", cfg, "--rtol", "1e-2", pub, exp)
+	code, merged, stderr := ckptcheck(t, append([]string{"merge", "--format", "json", "--config", cfg}, files...)...)
+	if code == 2 {
+		t.Fatal(stderr)
+	}
+	if !strings.Contains(merged, `"suppressed"`) || !strings.Contains(merged, "re-added at upload") {
+		t.Errorf("the merged report has no suppressed missing_key")
+	}
+	if a, b := withoutMergeFields(t, merged), withoutMergeFields(t, single); a != b {
+		t.Errorf("merged JSON with a baseline differs from the single run's:\n%s\nwant\n%s", a, b)
+	}
+}
