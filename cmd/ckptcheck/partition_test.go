@@ -211,7 +211,7 @@ func TestFingerprintFollowsFlags(t *testing.T) {
 		return rep.Partition.Fingerprint
 	}
 	base := fingerprint()
-	for _, same := range [][]string{{"--verbose"}, {"--quiet"}, {"--fail-on", "info"}, {"--format", "json"}} {
+	for _, same := range [][]string{{"--verbose"}, {"--quiet"}, {"--fail-on", "info"}, {"--format", "json"}, {"--html", filepath.Join(dir, "page.html")}} {
 		if got := fingerprint(same...); got != base {
 			t.Errorf("%v changes the fingerprint", same)
 		}
