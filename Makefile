@@ -14,7 +14,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 # make e2e: where the screenshot, PDF and page are kept.
 E2E_ARTIFACTS ?= $(or $(TMPDIR),/tmp)/ckptcheck-e2e
 
-.PHONY: all build test bench fuzz lint testdata clean e2e image dist dist-check
+.PHONY: all build test bench fuzz lint testdata clean e2e image dist dist-check e2e-slurm
 
 all: build
 
@@ -58,6 +58,12 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... ./testdata/gen
 	$(GO) tool staticcheck ./... ./testdata/gen
+
+# diff --partition and merge under a real Slurm: a one-node cluster on this
+# machine, a 4-task job array, the merged report checked against a single
+# run (needs root; installs Debian's slurm-wlm and munge if missing).
+e2e-slurm:
+	bash .ci/e2e-slurm
 
 # Regenerate the committed example checkpoints.
 testdata:

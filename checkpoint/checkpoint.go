@@ -72,6 +72,9 @@ type Shard struct {
 	Missing string
 	// Unsafe says why the index's name for it was never opened.
 	Unsafe string
+	// Version is the opened file's version when its source tells it (see
+	// Versioned): "mtime …" for a local file.
+	Version string
 }
 
 // Header is the shard's header as parsed, even when its layout is invalid;
@@ -413,6 +416,9 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 				return
 			}
 			c.files[i] = f
+			if v, ok := f.(Versioned); ok {
+				s.Version = v.Version()
+			}
 			s.File, s.Err = safetensors.NewFile(f, f.Size())
 			var fe *safetensors.FormatError
 			if errors.As(s.Err, &fe) && fe.Trailing() {

@@ -241,6 +241,16 @@ func netCause(err error) string {
 
 func (f *remoteFile) Size() int64 { return f.size }
 
+// Version is the ETag of the bytes read, which names a remote file's
+// contents as a modification time names a local one's (in the Hub, the
+// commit the path is pinned to names them too).
+func (f *remoteFile) Version() string {
+	if f.etag == "" {
+		return ""
+	}
+	return "etag " + f.etag
+}
+
 // Close stops the file's read-ahead.
 func (f *remoteFile) Close() error {
 	f.cancel()

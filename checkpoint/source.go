@@ -49,6 +49,14 @@ type File interface {
 	Unchanged() error
 }
 
+// A Versioned File says which version of its contents it holds, for telling
+// whether two runs read the same file: a local file its modification time,
+// a remote object its ETag or commit. Files that cannot say need not
+// implement it.
+type Versioned interface {
+	Version() string
+}
+
 // ErrChanged is wrapped by File.Unchanged when a file changed.
 var ErrChanged = errors.New("input changed during the run")
 
@@ -111,6 +119,9 @@ func (f *localFile) Unchanged() error {
 	}
 	return nil
 }
+
+// Version is the modification time, to the nanosecond the file system keeps.
+func (f *localFile) Version() string { return "mtime " + f.mtime.UTC().Format(time.RFC3339Nano) }
 
 func openLocal(path string) (*localFile, error) {
 	st, err := os.Stat(path)

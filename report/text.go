@@ -50,6 +50,9 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 		}
 		b.WriteString(")\n")
 	}
+	if r.Merged != nil {
+		b.WriteString("  merged: " + r.Merged.String() + "\n")
+	}
 	if v := r.Values; v != nil {
 		writeValues(&b, v)
 	}

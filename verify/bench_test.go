@@ -1,12 +1,15 @@
 package verify
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	nlp "github.com/nlpodyssey/safetensors"
 
@@ -138,4 +141,89 @@ func benchValues(b *testing.B, transform func(fixture.Tensor) fixture.Tensor) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// moeLayout is Qwen3-30B-A3B's tensor layout (48 layers of 128 experts,
+// 18,867 tensors) with its dimensions scaled down, so that a benchmark can
+// really compare its values: what merging costs grows with the tensors and
+// findings, not with their bytes.
+var moeLayout = func() fixture.Qwen3 {
+	q := fixture.Qwen3MoE30B
+	q.Vocab, q.Hidden, q.Heads, q.KVHeads, q.HeadDim, q.Intermediate, q.MoEIntermediate = 512, 32, 4, 2, 8, 64, 8
+	return q
+}()
+
+// BenchmarkMerge16MoE reads back and merges the 16 partition reports of
+// diff --values on the MoE layout, BF16 against a perturbed F32 export (a
+// dtype warning on every tensor: partition 0 carries 18,867 structural
+// findings), as ckptcheck merge does before rendering.
+func BenchmarkMerge16MoE(b *testing.B) {
+	dir := b.TempDir()
+	q := moeLayout
+	pubT := q.Tensors(safetensors.BF16)
+	expT := make([]fixture.Tensor, len(pubT))
+	for i, t := range pubT {
+		expT[i] = fixture.Perturb(t, safetensors.F32, 1e-3, uint64(i))
+	}
+	pub, exp := filepath.Join(dir, "pub"), filepath.Join(dir, "exp")
+	if err := fixture.WriteSharded(pub, pubT, 16, q.Config("bfloat16")); err != nil {
+		b.Fatal(err)
+	}
+	if err := fixture.WriteSharded(exp, expT, 16, q.Config("float32")); err != nil {
+		b.Fatal(err)
+	}
+	d := diffPaths(b, pub, exp, DiffOptions{})
+	policy := ValuePolicy{Default: Tolerance{Rtol: 1e-2}}
+	fp := d.Fingerprint(policy, nil)
+	var files []string
+	for i := range 16 {
+		p := Partition{Index: i, Count: 16}
+		v, err := d.CompareValues(context.Background(), ValueOptions{Policy: policy, Partition: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "part-"+strconv.Itoa(i)+".json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := NewValuesReport(Error, nil, d, v, p, fp, nil).WriteJSON(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		files = append(files, f.Name())
+	}
+	cpu := cpuTime()
+	n := 0
+	for b.Loop() {
+		n++
+		var parts []MergeInput
+		for _, name := range files {
+			f, err := os.Open(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := ReadReport(bufio.NewReader(f))
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			parts = append(parts, MergeInput{Name: name, Report: r})
+		}
+		m, err := Merge(parts, Error)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(m.Values.Tensors) != 18867 || m.Summary.Warning != 18867 {
+			b.Fatalf("%d tensors, %d warnings", len(m.Values.Tensors), m.Summary.Warning)
+		}
+	}
+	// CPU time is what a loaded machine does not inflate.
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(n)/1e6, "cpu-ms/op")
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

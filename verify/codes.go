@@ -71,6 +71,9 @@ const (
 	CodeManifestExtra        Code = "manifest_extra"
 	CodeManifestShardsDiffer Code = "manifest_shards_differ"
 	CodeHashMismatch         Code = "hash_mismatch"
+
+	CodePartitionMissing   Code = "partition_missing"
+	CodePartitionDuplicate Code = "partition_duplicate"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -137,6 +140,8 @@ var codes = []CodeDoc{
 	{CodeManifestExtra, Error, "validate --manifest: a tensor or file the manifest does not list"},
 	{CodeManifestShardsDiffer, Info, "validate --manifest: every tensor matches, but the shard files differ (re-sharded or re-written)"},
 	{CodeHashMismatch, Error, "validate --hashes: a file's bytes do not hash to the digest its source names it by (hub cache: SHA-256 for LFS blobs, git blob SHA-1 for the rest)"},
+	{CodePartitionMissing, Error, "merge: a partition's report was not given; its tensors (and for partition 0 the structural findings) are not in the merged report"},
+	{CodePartitionDuplicate, Error, "merge: a partition's report was given more than once; the first was merged"},
 }
 
 // Codes lists every finding code with its usual severity and a line of

@@ -10,5 +10,13 @@
 // from deciding it. A Baseline moves the findings a team accepted to the
 // report's Suppressed list.
 //
+// Work that reads data can be shared out over machines: Assign assigns
+// weighted items (logical tensors by the bytes they read, files by size) to
+// n partitions deterministically, ParsePartition reads "i/n" or "auto/n"
+// from a job array's environment, ValueOptions.Partition compares one
+// partition's share, NewValuesReport makes its report with a Fingerprint of
+// everything that decides the result, and Merge puts the partition reports
+// back together into the report of a single run.
+//
 // Finding codes are stable and documented in Codes.
 package verify

@@ -35,6 +35,10 @@ type Report struct {
 	// names the file the baseline came from.
 	Suppressed []SuppressedFinding `json:"suppressed,omitempty"`
 	Baseline   string              `json:"baseline,omitempty"`
+	// Partition is set on the report of one partition of a run
+	// (--partition), Merged on the report merge made of them.
+	Partition *PartitionInfo `json:"partition,omitempty"`
+	Merged    *MergeInfo     `json:"merged,omitempty"`
 }
 
 // An Input is one checkpoint a command read.

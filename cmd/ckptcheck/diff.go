@@ -42,6 +42,7 @@ func diffCommand() *cli.Command {
 			htmlFlag,
 			&cli.BoolFlag{Name: "weights-only", Usage: "judge the weights only: not config.json, tokenizer and generation files, nor the export's dtype against its config"},
 			&cli.BoolFlag{Name: "require-files", Usage: "make every config, tokenizer, generation or chat-template file the published side has and the export lacks an error (the gate before upload)"},
+			partitionFlag,
 		}, remoteFlags()...),
 		Action: runDiff,
 	}
@@ -59,7 +60,12 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ignores(cmd); err != nil {
+	igs, err := ignores(cmd)
+	if err != nil {
+		return err
+	}
+	part, err := partitionOf(cmd)
+	if err != nil {
 		return err
 	}
 	// Both sides' headers are read at once: on large checkpoints that is
@@ -105,10 +111,19 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		}
 		return nil
 	}
-	findings := d.Findings
+	fingerprint := ""
+	if part.Count > 0 {
+		// Before the hours of reading: a settings file that cannot be
+		// read fails now.
+		settings, err := judgementSettings(cmd)
+		if err != nil {
+			return err
+		}
+		fingerprint = d.Fingerprint(policy, settings)
+	}
 	var values *verify.ValueReport
 	if cmd.Bool("values") {
-		vopt := verify.ValueOptions{Policy: policy}
+		vopt := verify.ValueOptions{Policy: policy, Partition: part}
 		if cks[0].IsRemote() || cks[1].IsRemote() {
 			vopt.ReadAhead = remoteReadAhead
 		}
@@ -121,18 +136,20 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		if err != nil {
 			return err
 		}
-		findings = append(findings, values.Findings...)
 	}
 	for _, c := range cks {
 		if err := c.Unchanged(); err != nil {
 			return err
 		}
 	}
-	rep, err := newReport(cmd, "diff", inputs, findings)
-	if err != nil {
-		return err
+	var rep *verify.Report
+	if values == nil {
+		if rep, err = newReport(cmd, "diff", inputs, d.Findings); err != nil {
+			return err
+		}
+	} else {
+		rep = verify.NewValuesReport(failOn(cmd), inputs, d, values, part, fingerprint, igs)
 	}
-	rep.Values = values
 	if err := writeHTML(cmd, rep); err != nil {
 		return err
 	}

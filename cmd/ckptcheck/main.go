@@ -95,7 +95,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 			return usageError("%s", flagNames(err.Error()))
 		},
-		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), manifestCommand(), adaptersCommand(), codesCommand()},
+		Commands: []*cli.Command{diffCommand(), validateCommand(), inspectCommand(), manifestCommand(), adaptersCommand(), codesCommand(), mergeCommand()},
 	}
 	// Without a command, or with an unknown one, say so and exit 2.
 	app.Action = func(ctx context.Context, cmd *cli.Command) error {
@@ -108,7 +108,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		if s := suggest(name, cmd.Commands); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
-		return usageError("%s (commands: diff, validate, inspect, manifest, adapters, codes)", msg)
+		return usageError("%s (commands: diff, validate, inspect, manifest, adapters, codes, merge)", msg)
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page
@@ -274,7 +274,11 @@ func newReport(cmd *cli.Command, name string, inputs []verify.Input, findings []
 // emit prints a report in the chosen format and turns it into an exit status.
 func emit(cmd *cli.Command, r *verify.Report, opt report.Options) error {
 	opt.Verbose = opt.Verbose || cmd.Bool("verbose")
-	baselineOf(cmd).Apply(r)
+	if r.Partition == nil {
+		// A part's report keeps every finding for merge, which applies
+		// the baseline to the merged report.
+		baselineOf(cmd).Apply(r)
+	}
 	opt.Version = version()
 	if host, err := os.Hostname(); err == nil {
 		opt.Hostname = host

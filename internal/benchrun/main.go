@@ -158,7 +158,7 @@ func run(o options) error {
 		}
 	}
 	var chosen []scenario
-	all := allScenarios(e)
+	all := append(allScenarios(e), partitionScenarios(e)...)
 	for _, sc := range all {
 		if len(o.only) == 0 || slices.ContainsFunc(o.only, func(w string) bool { return strings.Contains(sc.id, w) }) {
 			chosen = append(chosen, sc)
@@ -230,7 +230,7 @@ func baselineScenario(sc scenario, dir, bin, self string, runs int, shrink bool)
 		}
 	}
 	name := func(c []string) string { return describe(c, dir, bin, "ckptcheck", self, "baseline") }
-	fmt.Printf("  %9s %4s %9s  %s\n", "median ms", "runs", "peak RSS", "command")
+	fmt.Printf("  %9s %9s %4s %9s  %s\n", "median ms", "cpu ms", "runs", "peak RSS", "command")
 	for i, c := range all {
 		rss, note := "", ""
 		if i < len(ours) {
@@ -239,9 +239,11 @@ func baselineScenario(sc scenario, dir, bin, self string, runs int, shrink bool)
 				note = fmt.Sprintf("   (exit %d)", results[i].exit)
 			}
 		}
-		fmt.Printf("  %9.1f %4d %9s  %s%s\n", ms(results[i].median), results[i].runs, rss, name(c), note)
+		fmt.Printf("  %9.1f %9.1f %4d %9s  %s%s\n", ms(results[i].median), ms(results[i].cpu), results[i].runs, rss, name(c), note)
 	}
-	if sc.floor {
+	if sc.ratios != "" {
+		fmt.Println("  ratios (" + sc.ratios + "):")
+	} else if sc.floor {
 		fmt.Println("  ratios (ckptcheck time / baseline time; 1 is the speed of reading the files, above 1 slower):")
 	} else {
 		fmt.Println("  ratios (baseline time / ckptcheck time; above 1, ckptcheck is faster):")
@@ -252,10 +254,11 @@ func baselineScenario(sc scenario, dir, bin, self string, runs int, shrink bool)
 				continue
 			}
 			r := float64(results[len(ours)+j].median) / float64(results[i].median)
+			rc := float64(results[len(ours)+j].cpu) / float64(results[i].cpu)
 			if sc.floor {
-				r = 1 / r
+				r, rc = 1/r, 1/rc
 			}
-			fmt.Printf("    %-48s vs %-48s %6.2f\n", short(name(c)), short(name(b)), r)
+			fmt.Printf("    %-48s vs %-48s %6.2f   (cpu time %.2f)\n", short(name(c)), short(name(b)), r, rc)
 		}
 	}
 	if sc.report != nil {

@@ -23,8 +23,11 @@ var tempDir = ""
 
 // A sample is one run of a command.
 type sample struct {
-	d    time.Duration
-	rss  int64 // peak RSS in bytes; 0 without /usr/bin/time
+	d   time.Duration
+	rss int64 // peak RSS in bytes; 0 without /usr/bin/time
+	// cpu is user+system time (0 without /usr/bin/time): on a shared,
+	// loaded machine it moves far less than the wall time.
+	cpu  time.Duration
 	exit int
 	out  []byte // stdout and stderr
 }
@@ -41,7 +44,7 @@ func runOnce(c []string) (sample, error) {
 		f.Close()
 		rssFile = f.Name()
 		defer os.Remove(rssFile)
-		cmd = exec.Command(timeBin, append([]string{"-f", "%M", "-o", rssFile, "--"}, c...)...)
+		cmd = exec.Command(timeBin, append([]string{"-f", "%M %U %S", "-o", rssFile, "--"}, c...)...)
 	}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -56,9 +59,14 @@ func runOnce(c []string) (sample, error) {
 	if rssFile != "" {
 		b, _ := os.ReadFile(rssFile)
 		// "Command exited with non-zero status 1" may come first.
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if kb, err := strconv.ParseInt(f[len(f)-1], 10, 64); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			if kb, err := strconv.ParseInt(f[len(f)-3], 10, 64); err == nil {
 				s.rss = kb << 10
+			}
+			u, uerr := strconv.ParseFloat(f[len(f)-2], 64)
+			sys, serr := strconv.ParseFloat(f[len(f)-1], 64)
+			if uerr == nil && serr == nil {
+				s.cpu = time.Duration((u + sys) * float64(time.Second))
 			}
 		}
 	}
@@ -87,20 +95,22 @@ func (s sample) firstLine() string {
 // A result sums up the timed runs of one command.
 type result struct {
 	median time.Duration
-	maxRSS int64 // bytes, the largest over the runs
-	exit   int   // of the last run
+	cpu    time.Duration // median user+system time
+	maxRSS int64         // bytes, the largest over the runs
+	exit   int           // of the last run
 	runs   int
 }
 
 func summarize(samples []sample) result {
 	r := result{runs: len(samples)}
 	times := make([]time.Duration, len(samples))
+	cpus := make([]time.Duration, len(samples))
 	for i, s := range samples {
-		times[i] = s.d
+		times[i], cpus[i] = s.d, s.cpu
 		r.maxRSS = max(r.maxRSS, s.rss)
 		r.exit = s.exit
 	}
-	r.median = median(times)
+	r.median, r.cpu = median(times), median(cpus)
 	return r
 }
 

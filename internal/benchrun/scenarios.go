@@ -29,6 +29,8 @@ type scenario struct {
 	// the speed of reading). Otherwise it is the baseline's time over
 	// ckptcheck's (above 1: ckptcheck is faster).
 	floor bool
+	// ratios, if set, says what the ratios printed are instead.
+	ratios string
 }
 
 // env is what the scenarios are made from.

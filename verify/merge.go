@@ -1,0 +1,320 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+)
+
+// PartitionInfo is what a partition report carries for Merge: which part
+// it is, the fingerprint of the run (see Comparison.Fingerprint), and the
+// work it covered.
+type PartitionInfo struct {
+	Partition
+	Fingerprint string `json:"fingerprint"`
+	// Structural is how many of the report's findings, first, are the
+	// structural ones (validation and the key-by-key diff): all of them in
+	// partition 0's report, none in the others'.
+	Structural int `json:"structural"`
+	// Items is how many work items the whole run has, over all partitions.
+	Items int `json:"items"`
+	// Ignore lists the run's --ignore rules, which merge applies again to
+	// the summaries it recomputes.
+	Ignore []string `json:"ignore,omitempty"`
+	// Tensors is the work this partition did, in order.
+	Tensors []Covered `json:"tensors"`
+}
+
+// Covered is one work item a partition did: a tensor compared (its values'
+// statistics are in the report's values, in the same order) or a tie check.
+type Covered struct {
+	Key string `json:"key"`
+	// Tie is the side of a tie check (that side's lm_head.weight against
+	// its embedding); empty for a tensor.
+	Tie Side `json:"tie,omitempty"`
+	// At is the item's place in the whole run's work: a tensor's place in
+	// the values' tensor list; tie checks come after every tensor.
+	At int `json:"at"`
+	// Bytes is how many bytes the item reads, both sides.
+	Bytes int64 `json:"bytes"`
+}
+
+// MergeInfo says what a merged report was merged from.
+type MergeInfo struct {
+	Count       int    `json:"count"`
+	Fingerprint string `json:"fingerprint"`
+	// Reports names the report merged for each partition, "" where none was.
+	Reports []string `json:"reports"`
+}
+
+// NewValuesReport is the report of diff --values: the diff's findings,
+// then the values', less those the ignores silence (counted in
+// Summary.Ignored). When the values were compared for a partition
+// (ValueOptions.Partition, even 0/1), it is that partition's report, for
+// Merge: the structural findings are computed in every partition but
+// carried only in partition 0's, and Partition records the partition, the
+// fingerprint, the ignores and the work covered.
+func NewValuesReport(failOn Severity, inputs []Input, d *Comparison, values *ValueReport, p Partition, fingerprint string, ignores []Ignore) *Report {
+	var structural []Finding
+	if p.Count == 0 || p.Index == 0 {
+		structural = d.Findings
+	}
+	structural, ignoredS := ApplyIgnores(structural, ignores)
+	valueFs, ignoredV := ApplyIgnores(values.Findings, ignores)
+	r := NewReport("diff", failOn, inputs, append(slices.Clip(structural), valueFs...))
+	r.Values = values
+	r.Summary.Ignored = ignoredS + ignoredV
+	if p.Count == 0 {
+		return r
+	}
+	covered := values.Covered
+	if covered == nil {
+		covered = []Covered{}
+	}
+	r.Partition = &PartitionInfo{Partition: p, Fingerprint: fingerprint, Structural: len(structural), Items: values.Items, Tensors: covered}
+	for _, ig := range ignores {
+		r.Partition.Ignore = append(r.Partition.Ignore, ig.String())
+	}
+	return r
+}
+
+// A MergeInput is a partition report and the name it was read from.
+type MergeInput struct {
+	Name   string
+	Report *Report
+}
+
+// Merge merges the partition reports of one diff --values run into the
+// report the run would have made whole: the structural findings of
+// partition 0, every partition's value statistics and findings in the
+// whole run's order, the counts summed, and the unchanged summary
+// recomputed. It returns an error, merging nothing, when a report is not a
+// partition report or is of another run (another partition count or
+// fingerprint: other inputs, settings or tool version). A partition given
+// twice (the first is merged) or not at all is a partition_duplicate or
+// partition_missing error finding in the merged report. A partition re-run
+// after a failure merges like any other: its fingerprint is the same.
+func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("no reports to merge")
+	}
+	first := parts[0]
+	for _, in := range parts {
+		r, p := in.Report, in.Report.Partition
+		switch {
+		case p == nil:
+			return nil, fmt.Errorf("%s: not a partition report (it was not made with --partition)", in.Name)
+		case r.Command != "diff" || r.Values == nil:
+			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition reports", in.Name, r.Command)
+		case p.Count < 1 || p.Count > maxPartitions || p.Index < 0 || p.Index >= p.Count:
+			return nil, fmt.Errorf("%s: partition %d/%d is not a partition", in.Name, p.Index, p.Count)
+		case p.Count != first.Report.Partition.Count:
+			return nil, fmt.Errorf("%s is partition %s but %s is %s: the reports are of different runs",
+				in.Name, p.Partition, first.Name, first.Report.Partition.Partition)
+		case p.Fingerprint != first.Report.Partition.Fingerprint:
+			return nil, fmt.Errorf("%s has fingerprint %s but %s has %s: the reports are of different inputs, settings or ckptcheck versions",
+				in.Name, p.Fingerprint, first.Name, first.Report.Partition.Fingerprint)
+		case p.Items != first.Report.Partition.Items:
+			return nil, fmt.Errorf("%s: %d work items, but %s has %d: the reports disagree", in.Name, p.Items, first.Name, first.Report.Partition.Items)
+		}
+		if err := checkCovered(in); err != nil {
+			return nil, err
+		}
+	}
+	n := first.Report.Partition.Count
+	info := &MergeInfo{Count: n, Fingerprint: first.Report.Partition.Fingerprint, Reports: make([]string, n)}
+	var problems []Finding
+	byIndex := make([]*Report, n)
+	for _, in := range parts {
+		i := in.Report.Partition.Index
+		if byIndex[i] != nil {
+			problems = append(problems, Finding{Code: CodePartitionDuplicate, Severity: Error, File: in.Name,
+				Message: fmt.Sprintf("partition %s given again (first in %s); merged the first", in.Report.Partition.Partition, info.Reports[i])})
+			continue
+		}
+		byIndex[i], info.Reports[i] = in.Report, in.Name
+	}
+	var missing []int
+	for i, r := range byIndex {
+		if r == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%s %s of %d missing: their tensors are not in this report", partitionsWord(len(missing)), textfmt.IndexRanges(missing), n)
+		if missing[0] == 0 {
+			msg += ", nor the structural findings, which partition 0 carries"
+		}
+		problems = append(problems, Finding{Code: CodePartitionMissing, Severity: Error, Message: msg, Expected: n, Got: n - len(missing)})
+	}
+	var ignores []Ignore
+	for _, spec := range first.Report.Partition.Ignore {
+		ig, err := ParseIgnore(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", first.Name, err)
+		}
+		ignores = append(ignores, ig)
+	}
+	values, valueFindings, err := mergeValues(byIndex, info, ignores)
+	if err != nil {
+		return nil, err
+	}
+	findings := problems
+	var inputs []Input
+	ignored := 0
+	for _, r := range byIndex {
+		if r == nil {
+			continue
+		}
+		if inputs == nil {
+			inputs = r.Inputs
+		}
+		// Each partition counted what it left out: part 0 the structural
+		// findings, every part its values' (the keys of its share of a
+		// summary too, so the sum is the single run's count).
+		ignored += r.Summary.Ignored
+	}
+	if r := byIndex[0]; r != nil {
+		findings = append(findings, r.Findings[:r.Partition.Structural]...)
+	}
+	findings = append(findings, valueFindings...)
+	rep := NewReport("diff", failOn, inputs, findings)
+	rep.Summary.Ignored = ignored
+	rep.Values, rep.Merged = values, info
+	return rep, nil
+}
+
+// checkCovered checks that a report's covered work and its statistics
+// agree: the tensors covered are the tensors listed, in order.
+func checkCovered(in MergeInput) error {
+	p, v := in.Report.Partition, in.Report.Values
+	k := 0
+	for _, c := range p.Tensors {
+		if c.At < 0 || c.At >= p.Items {
+			return fmt.Errorf("%s: work item %d of %d: the report is damaged", in.Name, c.At, p.Items)
+		}
+		if c.Tie != "" {
+			continue
+		}
+		if k >= len(v.Tensors) || v.Tensors[k].Key != c.Key {
+			return fmt.Errorf("%s: the tensors covered and the value statistics disagree at %s: the report is damaged", in.Name, textfmt.Quote(c.Key))
+		}
+		k++
+	}
+	if k != len(v.Tensors) {
+		return fmt.Errorf("%s: %d value statistics for %d tensors covered: the report is damaged", in.Name, len(v.Tensors), k)
+	}
+	if p.Structural < 0 || p.Structural > len(in.Report.Findings) || (p.Index != 0 && p.Structural != 0) {
+		return fmt.Errorf("%s: %d structural findings of %d: the report is damaged", in.Name, p.Structural, len(in.Report.Findings))
+	}
+	return nil
+}
+
+// mergeValues puts the partitions' statistics and value findings in the
+// whole run's order and sums the counts.
+func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueReport, []Finding, error) {
+	out := &ValueReport{Tensors: []TensorStats{}}
+	type placed struct {
+		at    int
+		stats *TensorStats
+	}
+	var tensors []placed
+	type ranked struct {
+		at int
+		f  Finding
+	}
+	var findings []ranked
+	seen := make(map[int]int)       // work item → partition
+	seenKey := make(map[string]int) // tensor → partition
+	for i, r := range byIndex {
+		if r == nil {
+			continue
+		}
+		v, p := r.Values, r.Partition
+		out.Compared += v.Compared
+		out.BitIdentical += v.BitIdentical
+		out.Equal += v.Equal
+		out.WithinTolerance += v.WithinTolerance
+		out.Mismatched += v.Mismatched
+		out.Skipped += v.Skipped
+		out.BytesRead += v.BytesRead
+		out.Tolerant = out.Tolerant || v.Tolerant
+		atOf := make(map[string]int, len(p.Tensors))
+		tieAt := make(map[Side]int)
+		k := 0
+		for _, c := range p.Tensors {
+			if j, dup := seen[c.At]; dup {
+				return nil, nil, fmt.Errorf("%s and %s both cover %s: the reports disagree", info.Reports[j], info.Reports[i], textfmt.Quote(c.Key))
+			}
+			seen[c.At] = i
+			if c.Tie != "" {
+				tieAt[c.Tie] = c.At
+				continue
+			}
+			if j, dup := seenKey[c.Key]; dup {
+				return nil, nil, fmt.Errorf("%s and %s both cover %s: the reports disagree", info.Reports[j], info.Reports[i], textfmt.Quote(c.Key))
+			}
+			seenKey[c.Key] = i
+			atOf[c.Key] = c.At
+			tensors = append(tensors, placed{c.At, &v.Tensors[k]})
+			k++
+		}
+		for _, f := range r.Findings[p.Structural:] {
+			if f.Code == CodeUnchanged {
+				continue // recomputed over every partition below
+			}
+			at, ok := atOf[f.Key]
+			if f.Code == CodeTiedWeightMismatch {
+				at, ok = tieAt[f.Side]
+			}
+			if !ok {
+				at = p.Items // a finding of no item: after the others
+			}
+			findings = append(findings, ranked{at, f})
+		}
+	}
+	slices.SortStableFunc(tensors, func(a, b placed) int { return cmp.Compare(a.at, b.at) })
+	var unchanged []string
+	for _, t := range tensors {
+		out.Tensors = append(out.Tensors, *t.stats)
+		if t.stats.Skipped == "" && t.stats.BitIdentical {
+			unchanged = append(unchanged, t.stats.Key)
+		}
+	}
+	slices.SortStableFunc(findings, func(a, b ranked) int { return cmp.Compare(a.at, b.at) })
+	fs := make([]Finding, 0, len(findings)+1)
+	for _, f := range findings {
+		fs = append(fs, f.f)
+	}
+	if out.Tolerant && len(unchanged) > 0 {
+		// The partitions counted the keys the ignores left out of their
+		// shares; here they are only left out again.
+		kept, _ := ApplyIgnores([]Finding{unchangedFinding(unchanged)}, ignores)
+		fs = append(fs, kept...)
+	}
+	out.Findings = fs
+	return out, fs, nil
+}
+
+// String says how many partitions were merged, and the fingerprint's
+// first digits: "4 of 4 partitions, fingerprint 3f2a9c01b7de".
+func (m *MergeInfo) String() string {
+	have := 0
+	for _, r := range m.Reports {
+		if r != "" {
+			have++
+		}
+	}
+	fp := strings.TrimPrefix(m.Fingerprint, "sha256:")
+	return fmt.Sprintf("%d of %d partitions, fingerprint %s", have, m.Count, fp[:min(12, len(fp))])
+}
+
+func partitionsWord(n int) string {
+	if n == 1 {
+		return "partition"
+	}
+	return "partitions"
+}
