@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 )
 
@@ -15,10 +17,13 @@ type pattern struct {
 	last  string // "." and the last segment when literal, likewise
 }
 
-// A template builds a name from captures.
+// A template builds a name from captures. A segment in braces holding an
+// operator is an expression over numeric captures and config values
+// ({j+num_hidden_layers}); exprs holds it, by segment.
 type template struct {
-	text string
-	segs []string
+	text  string
+	segs  []string
+	exprs []*expr // nil when no segment is an expression
 }
 
 func isCapture(seg string) bool {
@@ -68,7 +73,74 @@ func (p *pattern) captures() []string {
 	return out
 }
 
-func parseTemplate(s string) template { return template{text: s, segs: strings.Split(s, ".")} }
+func parseTemplate(s string) (template, error) {
+	t := template{text: s, segs: strings.Split(s, ".")}
+	for i, seg := range t.segs {
+		if !isCapture(seg) || !strings.ContainsAny(seg, "+-*/") {
+			continue
+		}
+		e, err := parseExpr(seg[1 : len(seg)-1])
+		if err != nil {
+			return t, fmt.Errorf("template %s: %v", s, err)
+		}
+		if t.exprs == nil {
+			t.exprs = make([]*expr, len(t.segs))
+		}
+		t.exprs[i] = e
+	}
+	return t, nil
+}
+
+// names lists the bare names an expression segment reads.
+func (t template) names() []string {
+	var out []string
+	for _, e := range t.exprs {
+		if e == nil {
+			continue
+		}
+		for _, tok := range e.tokens {
+			if c := tok[0]; isNameByte(c) && !('0' <= c && c <= '9') {
+				out = append(out, tok)
+			}
+		}
+	}
+	return out
+}
+
+// expandEnv is expand for a template that may hold expressions: their
+// names are the captures (a decimal segment) or else config values.
+func (t template) expandEnv(caps map[string]string, env Env) (string, error) {
+	if t.exprs == nil {
+		return t.expand(caps), nil
+	}
+	scope := Env{}
+	for k, v := range env {
+		scope[k] = v
+	}
+	for _, name := range t.names() {
+		v, ok := caps["{"+name+"}"]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 63)
+		if err != nil {
+			return "", fmt.Errorf("%s: {%s} is %q, not a number", t.text, name, v)
+		}
+		scope[name] = n
+	}
+	caps = maps.Clone(caps)
+	for i, e := range t.exprs {
+		if e == nil {
+			continue
+		}
+		v, err := e.eval(scope, false)
+		if err != nil {
+			return "", err
+		}
+		caps[t.segs[i]] = strconv.FormatInt(v, 10)
+	}
+	return t.expand(caps), nil
+}
 
 // rejects is a quick test on the unsplit name: true when it cannot match.
 func (p *pattern) rejects(name string) bool {
