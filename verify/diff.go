@@ -408,7 +408,7 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		}
 		if !slices.Equal(t.Shape, e.Shape) {
 			msg := fmt.Sprintf("published %s, exported %s", safetensors.FormatShape(t.Shape), safetensors.FormatShape(e.Shape))
-			if len(t.Shape) == 2 && len(e.Shape) == 2 && t.Shape[0] == e.Shape[1] && t.Shape[1] == e.Shape[0] {
+			if swapped(t.Shape, e.Shape) {
 				msg += " (transposed)"
 			}
 			out = append(out, Finding{Code: CodeShapeMismatch, Severity: Error, Key: t.Name, Message: msg,
@@ -459,4 +459,11 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 				textfmt.Plural(len(keys), "key"), other.Side, textfmt.Plural(side.Unavailable, "tensor"), side.Side)})
 	}
 	return out, matched
+}
+
+// swapped reports shapes that differ only by their last two dimensions
+// swapped: a matrix, or a stack of them, stored transposed.
+func swapped(a, b []uint64) bool {
+	n := len(a)
+	return n >= 2 && len(b) == n && slices.Equal(a[:n-2], b[:n-2]) && a[n-2] == b[n-1] && a[n-1] == b[n-2]
 }

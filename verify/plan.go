@@ -19,6 +19,14 @@ import (
 // of statistics. A variable so that tests can make it small.
 var blockElems uint64 = 1 << 18
 
+// tileBytes bounds the tile a transposed side reads for one block. Such a
+// block is a band of logical rows, which the stored transpose holds as a
+// column band across every stored row: the read runs through the rest of
+// each stored row, so the wider the band (up to the whole matrix), the
+// more of each byte read is used. A variable so that tests can make it
+// small.
+var tileBytes uint64 = 8 << 20
+
 // An operand is one side of a pair: a logical tensor and the physical
 // tensors its segments point into.
 type operand struct {
@@ -113,6 +121,18 @@ func newBlocking(p *pair) blocking {
 		b.byRows = true
 		b.rows, b.cols = shape[len(shape)-2], shape[len(shape)-1]
 		b.perRows = max(1, blockElems/b.cols)
+		// The widest band whose tile (every stored row's piece of it, on
+		// the transposed side with the widest elements) fits tileBytes.
+		e := uint64(1)
+		for _, o := range [2]*operand{&p.pub, &p.exp} {
+			if o.transposed {
+				e = max(e, o.elemBytes())
+			}
+		}
+		if w := tileBytes / e / b.cols; w > b.perRows {
+			b.perRows = w
+		}
+		b.perRows = min(b.perRows, b.rows)
 		b.perMat = (b.rows + b.perRows - 1) / b.perRows
 		b.blocks = b.n / (b.rows * b.cols) * b.perMat
 		return b

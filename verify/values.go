@@ -223,7 +223,7 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 }
 
 func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
-	pr := &pair{key: key, pub: operand{t: p, src: ps}, exp: operand{t: e, src: es}}
+	pr := &pair{key: key, pub: operand{t: p, src: ps, transposed: p.Transposed}, exp: operand{t: e, src: es, transposed: e.Transposed}}
 	pr.stats = TensorStats{Key: key, Published: p.DType, Exported: e.DType}
 	pr.stats.Elements, _ = safetensors.TensorInfo{Shape: p.Shape}.NumElements()
 	pr.fast = fastExact(p.DType, e.DType)
