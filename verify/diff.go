@@ -318,8 +318,13 @@ func tieOf(pub, exp *checkpoint.Checkpoint, flag *bool) Tie {
 		if v := c.Config.TieWordEmbeddings; v != nil {
 			return Tie{true, *v, fmt.Sprintf("tie_word_embeddings: %v in the %s config.json", *v, side)}
 		}
-		// transformers' PretrainedConfig defaults tie_word_embeddings to true.
-		return Tie{true, true, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at transformers' default, true", side)}
+		// Absent, it is the model class's default (checkpoint.TieDefaultOf).
+		def, own := checkpoint.TieDefaultOf(c.Config.ModelType)
+		whose := fmt.Sprintf("model_type %q's", c.Config.ModelType)
+		if !own {
+			whose = "transformers' base"
+		}
+		return Tie{true, def.Tied, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at %s default, %v (%s)", side, whose, def.Tied, def.Source)}
 	}
 	return Tie{}
 }
