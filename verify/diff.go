@@ -82,6 +82,9 @@ type Comparison struct {
 	// Tie is what is known of tie_word_embeddings.
 	Tie      Tie
 	Findings []Finding
+	// notCompared holds keys whose values are not compared, with why
+	// (quantized tensors; see recognise).
+	notCompared map[string]string
 }
 
 // Tie is what is known of tie_word_embeddings and where it came from.
@@ -176,17 +179,21 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
 	d.Findings = append(d.Findings, structural...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
+	d.Findings = d.recognise(d.Findings)
 	d.Findings = append(d.Findings, files...)
 	return d, nil
 }
 
-// allMatched reports whether every tensor of v has a namesake in other.
+// allMatched reports whether every tensor of v has a namesake of its shape
+// in other.
 func allMatched(v, other *adapter.View) bool {
 	if len(v.Tensors) == 0 {
 		return false
 	}
 	for _, t := range v.Tensors {
-		if _, ok := other.Tensor(t.Name); !ok {
+		// A shape that differs may be a layout an adapter reads (a
+		// transposed view): then the candidates are looked for too.
+		if o, ok := other.Tensor(t.Name); !ok || !slices.Equal(o.Shape, t.Shape) {
 			return false
 		}
 	}
@@ -370,7 +377,8 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		head, _ := present.Tensor(LMHead)
 		switch {
 		case tie.Known && tie.Tied && absentSide == Published:
-			return nil, true
+			return &Finding{Code: CodeTiedWeight, Severity: Info, Side: Published, Key: LMHead,
+				Message: fmt.Sprintf("absent from published, which ties it to the input embedding (%s); the export keeps a copy (--values checks it against the export's embedding)", tie.Source)}, true
 		case tie.Known && tie.Tied:
 			return &Finding{Code: CodeTiedWeight, Severity: Info, Side: absentSide, Key: LMHead,
 				Message: fmt.Sprintf("absent from %s; tied to the input embedding (%s)", absentSide, tie.Source)}, true

@@ -155,6 +155,9 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 		tol, skip := opt.Policy.For(p.Name)
 		pr.tol, pr.stats.Tolerance = tol, tol
 		if skip == "" {
+			skip = d.notCompared[p.Name]
+		}
+		if skip == "" {
 			skip = uncomparable(p.DType, e.DType)
 		}
 		if skip == "" {
