@@ -204,12 +204,16 @@ func TestTransformersV5Conventions(t *testing.T) {
 			brokenKeys: jambaKeys("w1", "w3"),
 		},
 		{
-			name:       "qwen2_moe pattern (qwen3_moe)",
-			source:     "huggingface/transformers src/transformers/conversion_mapping.py \"qwen2_moe\" (000c33fd and late v5)",
-			model:      func() *hfModel { return hfLlama("qwen3_moe", v5Experts) },
-			export:     func(m *hfModel) []fixture.Tensor { return m.done(append(v5Fuse(m, "mlp", "mlp", hfNames, false), m.rest()...)) },
-			adapter:    "hf-v5-fused",
-			broken:     func(m *hfModel) []fixture.Tensor { return m.done(append(v5Fuse(m, "mlp", "mlp", hfNames, true), m.rest()...)) },
+			name:   "qwen2_moe pattern (qwen3_moe)",
+			source: "huggingface/transformers src/transformers/conversion_mapping.py \"qwen2_moe\" (000c33fd and late v5)",
+			model:  func() *hfModel { return hfLlama("qwen3_moe", v5Experts) },
+			export: func(m *hfModel) []fixture.Tensor {
+				return m.done(append(v5Fuse(m, "mlp", "mlp", hfNames, false), m.rest()...))
+			},
+			adapter: "hf-v5-fused",
+			broken: func(m *hfModel) []fixture.Tensor {
+				return m.done(append(v5Fuse(m, "mlp", "mlp", hfNames, true), m.rest()...))
+			},
 			brokenKeys: expertKeys(v5Experts, "gate_proj", "up_proj"),
 		},
 		{

@@ -137,32 +137,40 @@ func TestMegatronConventions(t *testing.T) {
 			brokenKeys: perLayer("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"),
 		},
 		{
-			name:       "local spec, Llama, linear_fc1 saved as weight_w and weight_v",
-			source:     "NVIDIA/Megatron-LM megatron/core/models/gpt/gpt_layer_specs.py (local spec), transformer/mlp.py apply_swiglu_sharded_factory @ d98e8a64",
-			model:      func() *hfModel { return hfLlama("llama", 0) },
-			export:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{local: true, halves: true}) },
-			adapter:    "megatron",
-			broken:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{local: true, halves: true, swapHalves: true}) },
+			name:    "local spec, Llama, linear_fc1 saved as weight_w and weight_v",
+			source:  "NVIDIA/Megatron-LM megatron/core/models/gpt/gpt_layer_specs.py (local spec), transformer/mlp.py apply_swiglu_sharded_factory @ d98e8a64",
+			model:   func() *hfModel { return hfLlama("llama", 0) },
+			export:  func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{local: true, halves: true}) },
+			adapter: "megatron",
+			broken: func(m *hfModel) []fixture.Tensor {
+				return megatronOf(m, 0, mgOpts{local: true, halves: true, swapHalves: true})
+			},
 			brokenKeys: perLayer("mlp.gate_proj.weight", "mlp.up_proj.weight"),
 		},
 		{
 			name: "TE spec, Qwen3-MoE, TEGroupedMLP experts, an MTP layer",
 			source: "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/qwen/qwen3_moe_bridge.py @ 067f987d; " +
 				"NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py, multi_token_prediction.py @ d98e8a64",
-			model:      func() *hfModel { return hfLlama("qwen3_moe", 3) },
-			export:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 3, mgOpts{experts: "grouped", mtp: true}) },
-			adapter:    "megatron",
-			dropped:    5,
-			broken:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 3, mgOpts{experts: "grouped", mtp: true, upFirst: true}) },
+			model:   func() *hfModel { return hfLlama("qwen3_moe", 3) },
+			export:  func(m *hfModel) []fixture.Tensor { return megatronOf(m, 3, mgOpts{experts: "grouped", mtp: true}) },
+			adapter: "megatron",
+			dropped: 5,
+			broken: func(m *hfModel) []fixture.Tensor {
+				return megatronOf(m, 3, mgOpts{experts: "grouped", mtp: true, upFirst: true})
+			},
 			brokenKeys: expertKeys(3, "gate_proj", "up_proj"),
 		},
 		{
-			name:       "local spec, Qwen3-MoE, SequentialMLP experts with weight_w and weight_v",
-			source:     "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/qwen/qwen3_moe_bridge.py (SequentialMLP) @ 067f987d",
-			model:      func() *hfModel { return hfLlama("qwen3_moe", 3) },
-			export:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 3, mgOpts{local: true, experts: "sequential", halves: true}) },
-			adapter:    "megatron",
-			broken:     func(m *hfModel) []fixture.Tensor { return megatronOf(m, 3, mgOpts{local: true, experts: "sequential", halves: true, swapHalves: true}) },
+			name:   "local spec, Qwen3-MoE, SequentialMLP experts with weight_w and weight_v",
+			source: "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/qwen/qwen3_moe_bridge.py (SequentialMLP) @ 067f987d",
+			model:  func() *hfModel { return hfLlama("qwen3_moe", 3) },
+			export: func(m *hfModel) []fixture.Tensor {
+				return megatronOf(m, 3, mgOpts{local: true, experts: "sequential", halves: true})
+			},
+			adapter: "megatron",
+			broken: func(m *hfModel) []fixture.Tensor {
+				return megatronOf(m, 3, mgOpts{local: true, experts: "sequential", halves: true, swapHalves: true})
+			},
 			brokenKeys: expertKeys(3, "gate_proj", "up_proj"),
 		},
 	})

@@ -176,7 +176,7 @@ func ttLlama4(m *hfModel, reshape bool) []fixture.Tensor {
 	}
 	for i := range cvLayers {
 		hf, tt := fmt.Sprintf("language_model.model.layers.%d.", i), fmt.Sprintf("layers.%d.", i)
-		w13 := m.take(hf + "feed_forward.experts.gate_up_proj").chunk(2, -1)
+		w13 := m.take(hf+"feed_forward.experts.gate_up_proj").chunk(2, -1)
 		out = append(out,
 			m.take(hf+"self_attn.q_proj.weight").tensor(tt+"attention.wq.weight"),
 			m.take(hf+"self_attn.k_proj.weight").tensor(tt+"attention.wk.weight"),

@@ -94,7 +94,7 @@ func ttQwen35(m *hfModel, swapGateUp bool) []fixture.Tensor {
 				out = append(out, m.take(la+n).tensor(tt+"attn."+n))
 			}
 		}
-		gu := m.take(hf + "mlp.experts.gate_up_proj").chunk(2, 1)
+		gu := m.take(hf+"mlp.experts.gate_up_proj").chunk(2, 1)
 		if swapGateUp {
 			gu[0], gu[1] = gu[1], gu[0]
 		}
@@ -128,8 +128,8 @@ func ttQwen35ToHF(m *hfModel, reshapeDown bool) []fixture.Tensor {
 	var out []fixture.Tensor
 	for i := range cvLayers {
 		p := fmt.Sprintf("model.language_model.layers.%d.mlp.experts.", i)
-		w := m.take(p + "gate_up_proj").chunk(2, 1) // the native w1_EFD, w3_EFD
-		down := m.take(p + "down_proj")             // the native w2_EDF
+		w := m.take(p+"gate_up_proj").chunk(2, 1) // the native w1_EFD, w3_EFD
+		down := m.take(p + "down_proj")           // the native w2_EDF
 		downHF := down.transpose(-2, -1)
 		if reshapeDown {
 			downHF = down.view(down.shape[0], down.shape[2], down.shape[1])
