@@ -362,6 +362,40 @@ func TestAdaptersAndExplain(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
 		}
 	}
+	// covers lines, in text and JSON.
+	code, out, _ = ckptcheck(t, "adapters", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"covers": [`) || !strings.Contains(out, "torchtitan v0.2.0, v0.2.1, v0.2.2") {
+		t.Errorf("adapters --format json: %d\n%s", code, out)
+	}
+	// A transposed layout: --explain shows the stored shape, --values reads
+	// it transposed.
+	tdir := t.TempDir()
+	var tts []fixture.Tensor
+	for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
+		if x.Name == "model.layers.0.mlp.down_proj.weight" {
+			rows, cols := int(x.Shape[0]), int(x.Shape[1])
+			data := make([]byte, len(x.Data))
+			for r := range rows {
+				for c := range cols {
+					copy(data[2*(c*rows+r):], x.Data[2*(r*cols+c):2*(r*cols+c)+2])
+				}
+			}
+			x.Name, x.Shape, x.Data = "down_t", []uint64{uint64(cols), uint64(rows)}, data
+		}
+		tts = append(tts, x)
+	}
+	fixture.WriteFile(filepath.Join(tdir, "model.safetensors"), tts, nil)
+	trules := filepath.Join(t.TempDir(), "t.adapter")
+	os.WriteFile(trules, []byte("name t\ntranspose down_t model.layers.0.mlp.down_proj.weight\n"), 0o644)
+	code, out, _ = ckptcheck(t, "diff", pub, tdir, "--adapter-file", trules, "--explain", "model.layers.0.mlp.down_proj.weight")
+	if code != 0 || !strings.Contains(out, "exported (adapter t): BF16 [32, 64] <- down_t.mT") ||
+		!strings.Contains(out, "stored transposed as [64, 32]: read a tile at a time and transposed") {
+		t.Errorf("explain a transposed tensor: %d\n%s", code, out)
+	}
+	code, out, _ = ckptcheck(t, "diff", pub, tdir, "--adapter-file", trules, "--values", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"mismatched": 0`) || !strings.Contains(out, `"code": "needs_adapter"`) {
+		t.Errorf("values through a transposed layout: %d\n%s", code, out)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.adapter")
 	os.WriteFile(bad, []byte("name bad\nfrobnicate x\n"), 0o644)
 	if code, _, stderr := ckptcheck(t, "diff", pub, dir, "--adapter-file", bad); code != 2 || !strings.Contains(stderr, "bad.adapter:2") {
