@@ -119,9 +119,6 @@ func (t nd) split(sizes []int, dim int) []nd {
 	return out
 }
 
-// index is t[i] along dim 0.
-func (t nd) index(i int) nd { return t.narrow(0, i, 1).view(t.shape[1:]...) }
-
 // cat is torch's cat(ts, dim).
 func cat(dim int, ts ...nd) nd {
 	dim = ts[0].dim(dim)
