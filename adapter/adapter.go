@@ -298,8 +298,9 @@ func Rename(spec string) (*Adapter, error) {
 	}
 	name := "rename=" + spec
 	text := "regex " + pattern + " " + repl
+	lit, _ := re.LiteralPrefix()
 	return &Adapter{Name: name,
-		rules: []*rule{{kind: opRegex, re: re, repl: repl, text: text, where: name + ": " + text}}}, nil
+		rules: []*rule{{kind: opRegex, re: re, reLit: lit, repl: repl, text: text, where: name + ": " + text}}}, nil
 }
 
 // Candidates lists the chains that "auto" considers for one side, simplest

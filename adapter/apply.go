@@ -372,6 +372,10 @@ func (r *rule) rewrite(name string) string {
 		}
 		return strings.Join(kept, ".")
 	case opRegex:
+		if r.reStart && !strings.HasPrefix(name, r.reLit) || !strings.Contains(name, r.reLit) || !r.re.MatchString(name) {
+			// Most names: no match, and no copy made.
+			return name
+		}
 		return r.re.ReplaceAllString(name, r.repl)
 	}
 	return name

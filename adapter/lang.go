@@ -37,6 +37,8 @@ type rule struct {
 	dst     []template
 	literal string // strip-prefix, remove-segment
 	re      *regexp.Regexp
+	reLit   string // what every match of re contains (starts with, when anchored), for quick rejection
+	reStart bool   // re is anchored at the start of the name
 	repl    string
 	reason  string
 	stage   int // the rules after the n-th "then" line
@@ -344,9 +346,13 @@ func buildLiteral(r *rule, args []string) error {
 }
 
 func buildRegex(r *rule, args []string) (err error) {
-	r.re, err = regexp.Compile(args[0])
+	if r.re, err = regexp.Compile(args[0]); err != nil {
+		return err
+	}
+	r.reLit, _ = r.re.LiteralPrefix()
+	r.reStart = strings.HasPrefix(args[0], "^")
 	r.repl = args[1]
-	return err
+	return nil
 }
 
 // buildMapping reads SRC DST...: rename, unstack, split, permute, ignore.

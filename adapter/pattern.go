@@ -13,8 +13,9 @@ type pattern struct {
 	text  string
 	segs  []string // literal segments, or "{x}" captures; nil for a glob
 	glob  *Glob
-	first string // the first segment when literal, for quick rejection
-	last  string // "." and the last segment when literal, likewise
+	first string   // the first segment when literal, for quick rejection
+	last  string   // "." and the last segment when literal, likewise
+	inner []string // the literal segments between them, with their dots, likewise
 }
 
 // A template builds a name from captures. A segment in braces holding an
@@ -58,6 +59,11 @@ func parsePattern(s string) (pattern, error) {
 	}
 	if n := len(p.segs); n > 1 && !isCapture(p.segs[n-1]) {
 		p.last = "." + p.segs[n-1]
+	}
+	for i := 1; i+1 < len(p.segs); i++ {
+		if seg := p.segs[i]; !isCapture(seg) {
+			p.inner = append(p.inner, "."+seg+".")
+		}
 	}
 	return p, nil
 }
@@ -147,7 +153,15 @@ func (p *pattern) rejects(name string) bool {
 	if p.glob != nil {
 		return false
 	}
-	return (p.last != "" && !strings.HasSuffix(name, p.last)) || !strings.HasPrefix(name, p.first)
+	if (p.last != "" && !strings.HasSuffix(name, p.last)) || !strings.HasPrefix(name, p.first) {
+		return true
+	}
+	for i := len(p.inner) - 1; i >= 0; i-- { // the last are the rarest
+		if !strings.Contains(name, p.inner[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // match reports whether the name, split into segs, fits the pattern, and
