@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // recognise says in one finding what a key-by-key comparison would report
@@ -128,15 +129,23 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 	var methods [2]string
 	suspects := map[string]bool{}
 	for i, m := range []*Mapped{d.Published, d.Exported} {
+		// A side is quantized when its config says so, or when it holds
+		// sub-byte or 8-bit float tensors: names alone (a model's own
+		// "*.scales") are no evidence.
 		if c := m.Checkpoint.Config; c != nil && c.Err == nil && c.Quantized {
 			methods[i] = quantMethod(c.Fields["quantization_config"])
 		}
 		for _, t := range views[i].Tensors {
+			if methods[i] == "" && lowBit(t.DType) {
+				methods[i] = t.DType.String() + " tensors"
+			}
+		}
+		if methods[i] == "" {
+			continue
+		}
+		for _, t := range views[i].Tensors {
 			if base, ok := quantBase(t.Name); ok {
 				suspects[t.Name], suspects[base] = true, true
-				if methods[i] == "" {
-					methods[i] = "quantized tensors"
-				}
 			}
 		}
 	}
@@ -169,6 +178,12 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 		strings.Join(sides, " and "), textfmt.Plural(len(keys), "key"), textfmt.Plural(companions, "scale or block tensor"),
 		textfmt.Plural(len(keys)-companions, "weight"))
 	return keys, Finding{Code: CodeQuantizedUnsupported, Severity: Warning, Message: msg, Keys: slices.Sorted(maps.Keys(keys))}
+}
+
+// lowBit reports the dtypes only quantization writes: 8-bit and smaller
+// floats.
+func lowBit(d safetensors.DType) bool {
+	return d.IsFloat() && d.Bits() <= 8
 }
 
 // quantMethod names a quantization_config: its quant_method, and fmt when

@@ -124,6 +124,21 @@ func TestQuantizedUnsupported(t *testing.T) {
 	}
 }
 
+// TestNotQuantized: a model's own tensor that happens to be named like a
+// quantization companion is no evidence: without a quantization_config or
+// low-bit tensors, a missing one is a missing key.
+func TestNotQuantized(t *testing.T) {
+	norm := fixture.Tensor{Name: "model.norm.weight", DType: safetensors.BF16, Shape: []uint64{4}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, []fixture.Tensor{norm, raw("model.layers.0.mixer.scales", safetensors.F32, 4)}, 1, map[string]any{"model_type": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	d := diffPaths(t, pub, export(t, []fixture.Tensor{norm}, nil), DiffOptions{})
+	if got := notable(d.Findings); !slices.Equal(got, []string{"error missing_key model.layers.0.mixer.scales"}) {
+		t.Errorf("%v", got)
+	}
+}
+
 // TestNeedsAdapter: the export's names are checked against what
 // transformers loads: silent with hf, a warning naming each adapter and
 // how many tensors it mapped otherwise.
