@@ -325,8 +325,15 @@ func Candidates(tensors []safetensors.TensorInfo, modelType string, user []*Adap
 		}
 	}
 	out := []Chain{w.Then(extra)}
+	var names nameList // after the wrappers, computed for the first structural adapter that fits
 	for _, a := range all {
-		if a.Auto == AutoStructural && a.fits(modelType) && a.mapsAny(tensors, w) {
+		if a.Auto != AutoStructural || !a.fits(modelType) {
+			continue
+		}
+		if names.names == nil {
+			names = namesAfter(tensors, w)
+		}
+		if a.mapsAnyOf(names) {
 			out = append(out, w.Then(Chain{a}).Then(extra))
 		}
 	}

@@ -392,25 +392,105 @@ func (r *rule) rewrite(name string) string {
 // (not what their mappings made): it maps a name when it would match one
 // that reached it unmapped.
 func (a *Adapter) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
-	for i, st := range a.stages() {
-		prior := slices.Clone(before)
-		if i > 0 {
-			prior = append(prior, &Adapter{Name: a.Name, rules: a.rules[:slices.Index(a.rules, st.rules[0])]})
+	if !slices.ContainsFunc(a.rules, func(r *rule) bool { return !r.kind.rewrite() }) {
+		// Rewrites only (the wrappers): stream the names.
+		for _, t := range tensors {
+			name := t.Name
+			for _, b := range before {
+				name = b.rewriteOnly(name)
+			}
+			if a.rewriteOnly(name) != name {
+				return true
+			}
 		}
-		if st.mapsAny(tensors, prior) {
+		return false
+	}
+	return a.mapsAnyOf(namesAfter(tensors, before))
+}
+
+// A nameList is the tensors' names as the rewrites of a chain leave them,
+// with their first segments and the sets of first and last segments,
+// computed once for all the adapters auto tries: a pattern whose literal
+// first or last segment no name has cannot match, and is not tried name by
+// name.
+type nameList struct {
+	names, firsts []string
+	firstSet      map[string]bool
+	lastSet       map[string]bool
+}
+
+func namesAfter(tensors []safetensors.TensorInfo, before Chain) nameList {
+	l := nameList{names: make([]string, len(tensors)), firsts: make([]string, len(tensors)),
+		firstSet: map[string]bool{}, lastSet: map[string]bool{}}
+	for i, t := range tensors {
+		name := t.Name
+		for _, b := range before {
+			name = b.rewriteOnly(name)
+		}
+		l.names[i] = name
+		l.firsts[i], _, _ = strings.Cut(name, ".")
+		if !l.firstSet[l.firsts[i]] {
+			l.firstSet[l.firsts[i]] = true
+		}
+		last := name[strings.LastIndexByte(name, '.')+1:]
+		if !l.lastSet[last] {
+			l.lastSet[last] = true
+		}
+	}
+	return l
+}
+
+// possible reports whether a pattern could match one of the names: its
+// literal first and last segments are those of some names.
+func (p *pattern) possible(l nameList) bool {
+	if p.glob != nil {
+		return true
+	}
+	if p.first != "" && !l.firstSet[p.first] {
+		return false
+	}
+	return p.last == "" || l.lastSet[p.last[1:]]
+}
+
+func (a *Adapter) mapsAnyOf(l nameList) bool {
+	for i, st := range a.stages() {
+		if i > 0 {
+			// A later stage sees the names the earlier stages' rewrites left.
+			if prior := (&Adapter{Name: a.Name, rules: a.rules[:slices.Index(a.rules, st.rules[0])]}); prior.rewrites() {
+				l = namesAfter(infosNamed(l.names), Chain{prior})
+			}
+		}
+		if st.mapsAny(l) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a stage) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
+// rewrites reports whether the adapter has any rewrite rule.
+func (a *Adapter) rewrites() bool {
+	return slices.ContainsFunc(a.rules, func(r *rule) bool { return r.kind.rewrite() })
+}
+
+// infosNamed makes tensor infos that carry only names.
+func infosNamed(names []string) []safetensors.TensorInfo {
+	out := make([]safetensors.TensorInfo, len(names))
+	for i, n := range names {
+		out[i].Name = n
+	}
+	return out
+}
+
+func (a stage) mapsAny(l nameList) bool {
 	firsts := map[string]bool{}
 	anyFirst := false
 	var rules []*rule
 	for _, r := range a.rules {
 		if r.kind == opDrop || r.kind == opIgnore {
 			continue
+		}
+		if !r.kind.rewrite() && !slices.ContainsFunc(r.src, func(p pattern) bool { return p.possible(l) }) {
+			continue // no name has all the literal segments of any of its patterns
 		}
 		rules = append(rules, r)
 		for _, p := range r.src {
@@ -422,13 +502,8 @@ func (a stage) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
 		return false
 	}
 	caps := map[string]string{}
-	for _, t := range tensors {
-		name := t.Name
-		for _, b := range before {
-			name = b.rewriteOnly(name)
-		}
-		first, _, _ := strings.Cut(name, ".")
-		known := anyFirst || firsts[first] // the name never changes below: a change returns
+	for i, name := range l.names {
+		known := anyFirst || firsts[l.firsts[i]] // the name never changes below: a change returns
 		var segs []string
 		for _, r := range rules {
 			if r.kind.rewrite() {
