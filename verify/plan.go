@@ -178,3 +178,31 @@ func (b blocking) job(fs *files, p *pair, k uint64) *job {
 	}
 	return j
 }
+
+// tileReadAhead bounds the blocks read ahead when transposed pairs make
+// blocks of whole tiles (up to tileBytes a side, and as much again before
+// the transpose): as many as fit in tileBudget, at least one. Every buffer
+// of the scheduler's pool can grow to the largest block.
+func tileReadAhead(pairs []*pair, readAhead int) int {
+	var most uint64
+	for _, p := range pairs {
+		if b := p.blocks; b.byRows {
+			n := b.perRows * b.cols * (p.pub.elemBytes() + p.exp.elemBytes())
+			if p.pub.transposed {
+				n += b.perRows * b.cols * p.pub.elemBytes()
+			}
+			if p.exp.transposed {
+				n += b.perRows * b.cols * p.exp.elemBytes()
+			}
+			most = max(most, n)
+		}
+	}
+	if most == 0 {
+		return readAhead
+	}
+	return int(max(1, min(uint64(readAhead), tileBudget/most)))
+}
+
+// tileBudget is the memory the blocks read ahead of transposed pairs may
+// take.
+const tileBudget = 24 << 20

@@ -406,7 +406,7 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 			return nil
 		}
 	}
-	opt := schedulerOptions{workers: workers, readAhead: readAhead}
+	opt := schedulerOptions{workers: workers, readAhead: tileReadAhead(pairs, readAhead)}
 	// Every pair's blocks are planned, in order, as the readers ask.
 	pi, k := 0, uint64(0)
 	next := func() (*job, bool) {
