@@ -199,3 +199,25 @@ func TestSwappedShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestTileReadAhead: runs with whole-tile blocks read ahead within the
+// tile budget, at least one block; others keep the read-ahead asked for.
+func TestTileReadAhead(t *testing.T) {
+	f32 := adapter.Tensor{DType: safetensors.F32}
+	bf16 := adapter.Tensor{DType: safetensors.BF16}
+	tiled := &pair{pub: operand{t: bf16}, exp: operand{t: f32, transposed: true},
+		blocks: blocking{byRows: true, perRows: 768, cols: 2048}} // 3 + 6 + 6 MiB
+	plain := &pair{pub: operand{t: bf16}, exp: operand{t: f32}, blocks: blocking{n: 1 << 20}}
+	for _, tt := range []struct {
+		pairs     []*pair
+		ask, want int
+	}{
+		{[]*pair{plain}, 4, 4},
+		{[]*pair{plain, tiled}, 4, 1},
+		{[]*pair{tiled}, 0, 1},
+	} {
+		if got := tileReadAhead(tt.pairs, tt.ask); got != tt.want {
+			t.Errorf("%d pairs, ask %d: read-ahead %d, want %d", len(tt.pairs), tt.ask, got, tt.want)
+		}
+	}
+}
