@@ -51,7 +51,7 @@ func TestLoRAAdapter(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(cfg), 0o644)
 			want = "for Qwen/Qwen3-0.6B"
 		}
-		d := diffPaths(t, published(t), dir, DiffOptions{})
+		d := diffPaths(t, published(t), dir, DiffOptions{WeightsOnly: true})
 		if got := codeList(d.Findings); !slices.Equal(got, []string{"lora_adapter"}) {
 			t.Fatalf("config %v: findings %v", withConfig, d.Findings)
 		}
@@ -105,7 +105,7 @@ func TestQuantizedUnsupported(t *testing.T) {
 		if err := fixture.WriteSharded(pub, tt.pub, 1, cfg); err != nil {
 			t.Fatal(err)
 		}
-		d := diffPaths(t, pub, export(t, tt.exp, nil), DiffOptions{})
+		d := diffPaths(t, pub, export(t, tt.exp, nil), DiffOptions{WeightsOnly: true})
 		if got := codeList(d.Findings); !slices.Equal(got, []string{"quantized_unsupported"}) {
 			t.Fatalf("%s: findings %v", tt.name, d.Findings)
 		}
@@ -133,7 +133,7 @@ func TestNotQuantized(t *testing.T) {
 	if err := fixture.WriteSharded(pub, []fixture.Tensor{norm, raw("model.layers.0.mixer.scales", safetensors.F32, 4)}, 1, map[string]any{"model_type": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	d := diffPaths(t, pub, export(t, []fixture.Tensor{norm}, nil), DiffOptions{})
+	d := diffPaths(t, pub, export(t, []fixture.Tensor{norm}, nil), DiffOptions{WeightsOnly: true})
 	if got := notable(d.Findings); !slices.Equal(got, []string{"error missing_key model.layers.0.mixer.scales"}) {
 		t.Errorf("%v", got)
 	}
@@ -148,12 +148,12 @@ func TestNeedsAdapter(t *testing.T) {
 	for i := range renamed {
 		renamed[i].Name = "_orig_mod." + renamed[i].Name
 	}
-	d := diffPaths(t, published(t), export(t, renamed, nil), DiffOptions{})
+	d := diffPaths(t, published(t), export(t, renamed, nil), DiffOptions{WeightsOnly: true})
 	if len(d.Findings) != 1 || d.Findings[0].Code != CodeNeedsAdapter ||
 		!strings.Contains(d.Findings[0].Message, fmt.Sprintf("through adapter compile (compile mapped %d of the %d matching tensors)", len(bf16), len(bf16))) {
 		t.Errorf("%v", d.Findings)
 	}
-	if d := diffPaths(t, published(t), export(t, bf16, nil), DiffOptions{}); len(d.Findings) != 0 {
+	if d := diffPaths(t, published(t), export(t, bf16, nil), DiffOptions{WeightsOnly: true}); len(d.Findings) != 0 {
 		t.Errorf("hf: %v", d.Findings)
 	}
 }
@@ -176,7 +176,7 @@ func TestTieDefaultByModelType(t *testing.T) {
 			t.Fatal(err)
 		}
 		exp := slices.DeleteFunc(q.Tensors(safetensors.BF16), func(x fixture.Tensor) bool { return x.Name == LMHead })
-		d := diffPaths(t, pub, export(t, exp, nil), DiffOptions{})
+		d := diffPaths(t, pub, export(t, exp, nil), DiffOptions{WeightsOnly: true})
 		if got := notable(d.Findings); !slices.Equal(got, []string{tt.want}) {
 			t.Errorf("%s: %v", tt.modelType, got)
 		}
