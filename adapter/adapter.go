@@ -21,12 +21,18 @@ type Segment struct {
 }
 
 // A Tensor is a logical tensor of a View: an HF name, a dtype, a shape, and
-// the segments that hold its elements in row-major order.
+// the segments that hold its elements in row-major order, or, when
+// Transposed, the elements of its transpose.
 type Tensor struct {
 	Name     string
 	DType    safetensors.DType
 	Shape    []uint64
 	Segments []Segment
+	// Transposed says the segments hold, in row-major order, the tensor
+	// with its last two dimensions swapped (Shape[:n-2] + [Shape[n-1],
+	// Shape[n-2]]): the logical tensor is their transpose, tile by tile.
+	// A transposed layout moves no bytes; readers transpose what they read.
+	Transposed bool
 	// Source says where the tensor came from: the physical name, with the
 	// slice taken ("layers.1.moe.experts.w1[3]").
 	Source string
@@ -87,6 +93,9 @@ type Adapter struct {
 	Name     string
 	Doc      string
 	Families []string // config.json model_type values it is meant for; empty: any
+	// Covers lists the framework versions, tags or commit ranges whose names
+	// and layouts the adapter was checked against (its covers lines).
+	Covers []string
 	// Auto and Order say when and in what order "auto" tries it (the auto
 	// and order lines of its file; see Candidates).
 	Auto   Auto
@@ -289,8 +298,9 @@ func Rename(spec string) (*Adapter, error) {
 	}
 	name := "rename=" + spec
 	text := "regex " + pattern + " " + repl
+	lit, _ := re.LiteralPrefix()
 	return &Adapter{Name: name,
-		rules: []*rule{{kind: opRegex, re: re, repl: repl, text: text, where: name + ": " + text}}}, nil
+		rules: []*rule{{kind: opRegex, re: re, reLit: lit, repl: repl, text: text, where: name + ": " + text}}}, nil
 }
 
 // Candidates lists the chains that "auto" considers for one side, simplest
@@ -315,8 +325,15 @@ func Candidates(tensors []safetensors.TensorInfo, modelType string, user []*Adap
 		}
 	}
 	out := []Chain{w.Then(extra)}
+	var names nameList // after the wrappers, computed for the first structural adapter that fits
 	for _, a := range all {
-		if a.Auto == AutoStructural && a.fits(modelType) && a.mapsAny(tensors, w) {
+		if a.Auto != AutoStructural || !a.fits(modelType) {
+			continue
+		}
+		if names.names == nil {
+			names = namesAfter(tensors, w)
+		}
+		if a.mapsAnyOf(names) {
 			out = append(out, w.Then(Chain{a}).Then(extra))
 		}
 	}
@@ -333,11 +350,14 @@ type Side struct {
 }
 
 // Choose picks one candidate chain per side: the pair whose views share the
-// most names. Each chain is applied once: a published one in turn, an
-// exported one when first needed, its view kept for the next published
-// one. Ties keep the pair listed first, so simpler chains win; a pair that
-// matches as many names as the side with fewer physical tensors has ends
-// the search, since that is a whole match; a single candidate fixes a side.
+// most names, a name whose two tensors also have the same shape counting
+// twice (so a layout that makes the shapes agree, a transposed one, wins
+// over the identity that only matches the names). Each chain is applied
+// once: a published one in turn, an exported one when first needed, its
+// view kept for the next published one. Ties keep the pair listed first,
+// so simpler chains win; a pair that matches as many names, shapes and
+// all, as the side with fewer physical tensors has ends the search, since
+// that is a whole match; a single candidate fixes a side.
 func Choose(published, exported Side, env Env) (pub, exp *View) {
 	pubCands, expCands := published.Candidates, exported.Candidates
 	if len(pubCands) == 0 {
@@ -355,16 +375,19 @@ func Choose(published, exported Side, env Env) (pub, exp *View) {
 				expViews[j] = ec.ApplyLimit(exported.Tensors, env, exported.MaxTensors)
 			}
 			ev := expViews[j]
-			n := 0
+			names, shapes := 0, 0
 			for _, t := range ev.Tensors {
-				if _, ok := pv.byName[t.Name]; ok {
-					n++
+				if k, ok := pv.byName[t.Name]; ok {
+					names++
+					if slices.Equal(pv.Tensors[k].Shape, t.Shape) {
+						shapes++
+					}
 				}
 			}
-			if n > best {
-				best, pub, exp = n, pv, ev
+			if names+shapes > best {
+				best, pub, exp = names+shapes, pv, ev
 			}
-			if best >= most {
+			if shapes >= most {
 				return pub, exp
 			}
 		}

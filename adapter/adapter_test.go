@@ -151,7 +151,9 @@ func TestCandidatesFamily(t *testing.T) {
 		{"llama", []string{"hf", "torchtitan-llama3"}},
 		{"qwen3", []string{"hf", "torchtitan-qwen3"}},
 		{"qwen3_moe", []string{"hf", "torchtitan-qwen3"}},
-		{"", []string{"hf", "torchtitan-qwen3", "torchtitan-llama3"}},
+		{"deepseek_v3", []string{"hf", "torchtitan-deepseek-v3"}},
+		{"llama4", []string{"hf", "torchtitan-llama4"}},
+		{"", []string{"hf", "torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3"}},
 		{"gpt2", []string{"hf"}},
 	}
 	for _, tt := range tests {
@@ -229,8 +231,9 @@ func TestLoadPresets(t *testing.T) {
 	for _, a := range got {
 		names = append(names, a.Name)
 	}
-	want := []string{"hf", "zz-wrap", "ddp", "compile", "fsdp",
-		"torchtitan-hf", "torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "aaa-new", "megatron"}
+	want := []string{"hf", "torchtitan-qwen3_5-export", "zz-wrap", "ddp", "compile", "fsdp",
+		"torchtitan-hf", "torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "aaa-new", "megatron"}
 	if !slices.Equal(names, want) {
 		t.Errorf("order %v, want %v", names, want)
 	}
@@ -254,8 +257,15 @@ func TestPresetsParseAndDocument(t *testing.T) {
 		if !strings.Contains(a.Source, "\nauto ") {
 			t.Errorf("preset %s: no auto line", a.Name)
 		}
+		// Every preset says what it was checked against, except the
+		// identity and the wrappers, which no version changes.
+		if len(a.Covers) == 0 && a.Name != "hf" && a.Auto != AutoWrapper {
+			t.Errorf("preset %s: no covers line", a.Name)
+		}
 	}
-	want := []string{"hf", "ddp", "compile", "fsdp", "torchtitan-hf", "torchtitan-qwen3", "torchtitan-llama3", "hf-v5-fused", "megatron"}
+	want := []string{"hf", "torchtitan-qwen3_5-export", "ddp", "compile", "fsdp", "torchtitan-hf",
+		"torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "megatron"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Presets() = %v, want %v", names, want)
 	}

@@ -3,6 +3,7 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -61,8 +62,10 @@ func (c Chain) ApplyLimit(tensors []safetensors.TensorInfo, env Env, maxTensors 
 		cur[i] = Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Source: t.Name, Segments: segments[i : i+1 : i+1]}
 	}
 	for _, a := range c {
-		b.reset()
-		cur = a.apply(cur, env, v, b)
+		for _, st := range a.stages() {
+			b.reset()
+			cur = st.apply(cur, env, v, b)
+		}
 	}
 	// The view keeps the first tensor of each name, in place.
 	v.Tensors = cur[:0]
@@ -175,9 +178,28 @@ type route struct {
 	segs []string // name split at dots, when a segment pattern matched
 }
 
+// A stage is the rules of an adapter between two "then" lines: each runs
+// over what the stage before made, as the adapters of a chain do.
+type stage struct {
+	adapter string
+	rules   []*rule
+}
+
+// stages splits the adapter's rules at its "then" lines.
+func (a *Adapter) stages() []stage {
+	var out []stage
+	for i, r := range a.rules {
+		if i == 0 || r.stage != a.rules[i-1].stage {
+			out = append(out, stage{adapter: a.Name})
+		}
+		out[len(out)-1].rules = append(out[len(out)-1].rules, r)
+	}
+	return out
+}
+
 // route follows a name through the rules: rewrites in order, up to the
 // first mapping that matches.
-func (a *Adapter) route(name string, scratch map[string]string) route {
+func (a stage) route(name string, scratch map[string]string) route {
 	var segs []string
 	for k, r := range a.rules {
 		if r.kind.rewrite() {
@@ -205,7 +227,7 @@ func (a *Adapter) route(name string, scratch map[string]string) route {
 // apply runs one adapter over the tensors. Every tensor is routed first,
 // so that concat finds its sources by the names the rewrites give them,
 // wherever they are in the file; then each is mapped, in file order.
-func (a *Adapter) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
+func (a stage) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 	if len(a.rules) == 0 {
 		return in
 	}
@@ -240,7 +262,7 @@ func (a *Adapter) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 		t.Name = rt.name
 		if rt.rule < 0 {
 			if !b.take(&t) {
-				v.stop(t.Source, a.Name, b, len(in)-i-1)
+				v.stop(t.Source, a.adapter, b, len(in)-i-1)
 				return out
 			}
 			out = append(out, t)
@@ -269,9 +291,11 @@ func (a *Adapter) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 			}
 			var joined Tensor
 			if joined, err = concat(parts, r.dim, b); err == nil {
-				joined.Name = r.dst[0].expand(caps)
-				out = append(out, joined)
-			} else if err != errLimit {
+				if joined.Name, err = r.dst[0].expandEnv(caps, env); err == nil {
+					out = append(out, joined)
+				}
+			}
+			if err != nil && err != errLimit {
 				for _, p := range parts {
 					fail(p.Source, "%v", err)
 				}
@@ -305,7 +329,7 @@ func (a *Adapter) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 // source rt.slot, starts: in the order the rule lists them, each by the
 // name the rewrites gave it, and marks them used. joins maps the names of
 // the tensors routed to the rule to the first of them.
-func (a *Adapter) joinParts(r *rule, rt route, i int, in []Tensor, routes []route, joins map[string]int, consumed []bool, caps map[string]string) ([]Tensor, error) {
+func (a stage) joinParts(r *rule, rt route, i int, in []Tensor, routes []route, joins map[string]int, consumed []bool, caps map[string]string) ([]Tensor, error) {
 	idx := make([]int, len(r.src))
 	for m := range r.src {
 		if m == rt.slot {
@@ -348,6 +372,10 @@ func (r *rule) rewrite(name string) string {
 		}
 		return strings.Join(kept, ".")
 	case opRegex:
+		if r.reStart && !strings.HasPrefix(name, r.reLit) || !strings.Contains(name, r.reLit) || !r.re.MatchString(name) {
+			// Most names: no match, and no copy made.
+			return name
+		}
 		return r.re.ReplaceAllString(name, r.repl)
 	}
 	return name
@@ -359,13 +387,110 @@ func (r *rule) rewrite(name string) string {
 // alone do not make a scheme: HF checkpoints carry rotary buffers too).
 // Mappings are tried only on names whose first segment one of them starts
 // with, so an adapter for another scheme costs a lookup per name.
+//
+// A later stage sees the names the rewrites of the stages before it left
+// (not what their mappings made): it maps a name when it would match one
+// that reached it unmapped.
 func (a *Adapter) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
+	if !slices.ContainsFunc(a.rules, func(r *rule) bool { return !r.kind.rewrite() }) {
+		// Rewrites only (the wrappers): stream the names.
+		for _, t := range tensors {
+			name := t.Name
+			for _, b := range before {
+				name = b.rewriteOnly(name)
+			}
+			if a.rewriteOnly(name) != name {
+				return true
+			}
+		}
+		return false
+	}
+	return a.mapsAnyOf(namesAfter(tensors, before))
+}
+
+// A nameList is the tensors' names as the rewrites of a chain leave them,
+// with their first segments and the sets of first and last segments,
+// computed once for all the adapters auto tries: a pattern whose literal
+// first or last segment no name has cannot match, and is not tried name by
+// name.
+type nameList struct {
+	names, firsts []string
+	firstSet      map[string]bool
+	lastSet       map[string]bool
+}
+
+func namesAfter(tensors []safetensors.TensorInfo, before Chain) nameList {
+	l := nameList{names: make([]string, len(tensors)), firsts: make([]string, len(tensors)),
+		firstSet: map[string]bool{}, lastSet: map[string]bool{}}
+	for i, t := range tensors {
+		name := t.Name
+		for _, b := range before {
+			name = b.rewriteOnly(name)
+		}
+		l.names[i] = name
+		l.firsts[i], _, _ = strings.Cut(name, ".")
+		if !l.firstSet[l.firsts[i]] {
+			l.firstSet[l.firsts[i]] = true
+		}
+		last := name[strings.LastIndexByte(name, '.')+1:]
+		if !l.lastSet[last] {
+			l.lastSet[last] = true
+		}
+	}
+	return l
+}
+
+// possible reports whether a pattern could match one of the names: its
+// literal first and last segments are those of some names.
+func (p *pattern) possible(l nameList) bool {
+	if p.glob != nil {
+		return true
+	}
+	if p.first != "" && !l.firstSet[p.first] {
+		return false
+	}
+	return p.last == "" || l.lastSet[p.last[1:]]
+}
+
+func (a *Adapter) mapsAnyOf(l nameList) bool {
+	for i, st := range a.stages() {
+		if i > 0 {
+			// A later stage sees the names the earlier stages' rewrites left.
+			if prior := (&Adapter{Name: a.Name, rules: a.rules[:slices.Index(a.rules, st.rules[0])]}); prior.rewrites() {
+				l = namesAfter(infosNamed(l.names), Chain{prior})
+			}
+		}
+		if st.mapsAny(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewrites reports whether the adapter has any rewrite rule.
+func (a *Adapter) rewrites() bool {
+	return slices.ContainsFunc(a.rules, func(r *rule) bool { return r.kind.rewrite() })
+}
+
+// infosNamed makes tensor infos that carry only names.
+func infosNamed(names []string) []safetensors.TensorInfo {
+	out := make([]safetensors.TensorInfo, len(names))
+	for i, n := range names {
+		out[i].Name = n
+	}
+	return out
+}
+
+func (a stage) mapsAny(l nameList) bool {
 	firsts := map[string]bool{}
 	anyFirst := false
 	var rules []*rule
 	for _, r := range a.rules {
 		if r.kind == opDrop || r.kind == opIgnore {
 			continue
+		}
+		if !r.kind.rewrite() && !slices.ContainsFunc(r.src, func(p pattern) bool { return p.possible(l) }) {
+			continue // no name has all the literal segments of any of its patterns
 		}
 		rules = append(rules, r)
 		for _, p := range r.src {
@@ -377,13 +502,8 @@ func (a *Adapter) mapsAny(tensors []safetensors.TensorInfo, before Chain) bool {
 		return false
 	}
 	caps := map[string]string{}
-	for _, t := range tensors {
-		name := t.Name
-		for _, b := range before {
-			name = b.rewriteOnly(name)
-		}
-		first, _, _ := strings.Cut(name, ".")
-		known := anyFirst || firsts[first] // the name never changes below: a change returns
+	for i, name := range l.names {
+		known := anyFirst || firsts[l.firsts[i]] // the name never changes below: a change returns
 		var segs []string
 		for _, r := range rules {
 			if r.kind.rewrite() {

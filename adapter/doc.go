@@ -6,14 +6,21 @@
 // logical tensor has an HF name, a dtype, a shape, and the byte segments of
 // physical tensors that hold its elements in row-major order. A rename is one
 // whole segment; an expert sliced out of a stacked tensor is one contiguous
-// segment; a row permutation or a per-group split is several. Anything that
-// reads segments works through every adapter. Adapters never read files.
+// segment; a row permutation or a per-group split is several; a tensor
+// stored transposed (Tensor.Transposed) keeps the segments of the stored
+// matrix and is read as their transpose. Anything that reads segments
+// works through every adapter. Adapters never read files.
 //
 // # Adapters are data
 //
 // Adapters are written in a small rule language (see Parse); the presets are
 // the rule files of the presets directory, embedded in the binary (see
-// Presets). A Chain applies several in order ("torchtitan-hf,compile").
+// Presets). A Chain applies several in order ("torchtitan-hf,compile");
+// within one file, "then" lines do the same for stages of rules, so that
+// one preset composes layouts (a fused QKV split per group, then
+// permuted). A preset says what it was checked against: its covers lines
+// name framework versions, tags or commit ranges (ckptcheck adapters
+// shows them).
 //
 // A file also says how "auto" uses it, so a new naming scheme is a new file
 // and no Go: "auto wrapper" for a scheme that only wraps names (ddp,

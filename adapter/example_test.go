@@ -99,3 +99,28 @@ strip-prefix student.
 	// ddp
 	// ddp,student
 }
+
+// A preset in stages: torchtitan's Llama 4 joins its w1 and w3 expert
+// stacks, then reads the join transposed as HF's gate_up_proj [E, D, 2F].
+func ExampleParse_transposeInStages() {
+	a, err := adapter.Parse("llama4.adapter", `
+name llama4
+concat layers.{i}.w1+layers.{i}.w3  layers.{i}.w13  dim=1
+then
+transpose layers.{i}.w13  model.layers.{i}.gate_up_proj
+`)
+	if err != nil {
+		panic(err)
+	}
+	// w1 and w3: [E=2, F=3, D=4], F32.
+	physical := []safetensors.TensorInfo{
+		{Name: "layers.0.w1", DType: safetensors.F32, Shape: []uint64{2, 3, 4}, DataOffsets: [2]uint64{0, 96}},
+		{Name: "layers.0.w3", DType: safetensors.F32, Shape: []uint64{2, 3, 4}, DataOffsets: [2]uint64{96, 192}},
+	}
+	t := adapter.Chain{a}.Apply(physical, nil).Tensors[0]
+	fmt.Println(t.Name, safetensors.FormatShape(t.Shape), t.Transposed, t.Source)
+	fmt.Println(t.Segments)
+	// Output:
+	// model.layers.0.gate_up_proj [2, 4, 6] true layers.0.w1+layers.0.w3.mT
+	// [{0 0 48} {1 0 48} {0 48 48} {1 48 48}]
+}

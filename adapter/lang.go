@@ -20,6 +20,7 @@ const (
 	opSplit
 	opConcat
 	opPermute
+	opTranspose
 	opDrop
 	opIgnore
 )
@@ -36,8 +37,11 @@ type rule struct {
 	dst     []template
 	literal string // strip-prefix, remove-segment
 	re      *regexp.Regexp
+	reLit   string // what every match of re contains (starts with, when anchored), for quick rejection
+	reStart bool   // re is anchored at the start of the name
 	repl    string
 	reason  string
+	stage   int // the rules after the n-th "then" line
 	dim     int
 	groups  *expr
 	sizes   []*expr
@@ -59,10 +63,11 @@ var ruleSpecs = map[string]ruleSpec{
 	"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
 	"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
 	"rename":         {kind: opRename, min: 2, max: 2, build: buildMapping},
-	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"sizes"}, build: buildMapping},
+	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes"}, build: buildMapping},
 	"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes"}, build: buildMapping},
 	"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim"}, build: buildConcat},
 	"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads"}, required: []string{"heads"}, build: buildMapping},
+	"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
 	"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
 	"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
 }
@@ -97,7 +102,8 @@ var optionSpecs = map[string]func(r *rule, v string) error{
 	},
 }
 
-// directives set the adapter's own fields; "doc" and "family" may repeat.
+// directives set the adapter's own fields; "doc", "family" and "covers"
+// may repeat.
 var directives = map[string]func(a *Adapter, args []string) error{
 	"name": func(a *Adapter, args []string) error {
 		if len(args) != 1 {
@@ -112,6 +118,13 @@ var directives = map[string]func(a *Adapter, args []string) error{
 	},
 	"family": func(a *Adapter, args []string) error {
 		a.Families = append(a.Families, args...)
+		return nil
+	},
+	"covers": func(a *Adapter, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("covers takes the versions, tags or commits the adapter was checked against")
+		}
+		a.Covers = append(a.Covers, strings.Join(args, " "))
 		return nil
 	},
 	"auto": func(a *Adapter, args []string) error {
@@ -141,7 +154,7 @@ func words(line string) []string {
 	if len(w) == 0 || strings.HasPrefix(w[0], "#") {
 		return nil
 	}
-	text := w[0] == "doc" || w[0] == "drop"
+	text := w[0] == "doc" || w[0] == "drop" || w[0] == "covers"
 	for i, s := range w {
 		if s == "#" || !text && strings.HasPrefix(s, "#") {
 			return w[:i]
@@ -156,14 +169,18 @@ func words(line string) []string {
 //
 // A comment runs from a word that starts with "#" to the end of the line,
 // so "#" inside a word is text ("regex ^a#b$ x"). In free text (doc TEXT,
-// drop's REASON) only a "#" standing alone as a word starts a comment, so
-// "doc see #12" keeps "#12" and "doc text  # note" drops the note.
+// covers TEXT, drop's REASON) only a "#" standing alone as a word starts a
+// comment, so "doc see #12" keeps "#12" and "doc text  # note" drops the
+// note.
 //
 // Directives say what the adapter is:
 //
 //	name NAME                  the adapter's name (required)
 //	doc TEXT                   a line of documentation
 //	family MODEL_TYPE...       config.json model_type values it is for (auto only)
+//	covers TEXT                the framework versions, tags or commit ranges whose
+//	                           names it was checked against (one line each;
+//	                           shown by `ckptcheck adapters`)
 //	auto structural            how "auto" tries it (see Candidates); the default:
 //	                           after the wrappers, when it maps any name and its
 //	                           family fits the published model_type
@@ -186,8 +203,10 @@ func words(line string) []string {
 // Mappings end a tensor's trip through the file; the first that matches wins:
 //
 //	rename SRC DST                       one tensor to another name
-//	unstack SRC DST... [sizes=E,...]     dim 0 indexes {e}: one tensor per slice; with
-//	                                     several DSTs each slice is split along its dim 0
+//	unstack SRC DST... [dim=N] [sizes=E,...]
+//	                                     dim 0 indexes {e}: one tensor per slice; with
+//	                                     several DSTs each slice is split along its dim N
+//	                                     (default 0), as split does
 //	split SRC DST... [dim=N] [groups=E] [sizes=E,...]
 //	                                     along dim N (default 0), made of `groups` repeats
 //	                                     of blocks of the given sizes (default equal parts)
@@ -195,8 +214,18 @@ func words(line string) []string {
 //	                                     the order listed, whichever comes first in the file
 //	permute SRC DST heads=E              rotary row order: DST = SRC.view(heads, rows/heads/2,
 //	                                     2, cols).transpose(1, 2).reshape(rows, cols)
+//	transpose SRC DST                    DST = SRC.mT: the last two dimensions swapped.
+//	                                     No bytes move: the tensor reads its segments as
+//	                                     the transpose, tile by tile (see Tensor.Transposed)
 //	drop SRC REASON...                   no counterpart, said as adapter_dropped
 //	ignore SRC                           not a weight (buffers), left out silently
+//
+// A line "then" ends a stage: the rules after it see the tensors the rules
+// before it made, under their new names, as a chain of adapters would (a
+// fused QKV split into wq, wk and wv, then wq and wk permuted). Layouts
+// compose: a later stage may cut a tensor an earlier one cut, and a
+// transposed tensor may be cut along its leading dimensions (an expert
+// stack), never along the two it swaps.
 //
 // Patterns SRC are dotted names in which {x} matches one path segment and
 // binds x for the DST templates; a pattern holding "*" or "?" is a Glob over
@@ -208,12 +237,17 @@ func words(line string) []string {
 // all, so a template or a regex replacement may hold "=". Expressions E are
 // integers and config.json fields (num_attention_heads, num_key_value_heads,
 // head_dim, hidden_size, ...) with + - * /, in checked int64 arithmetic.
+// A DST segment may be such an expression in braces over the pattern's
+// numeric captures (named without braces) and config fields:
+// "model.layers.{j+num_hidden_layers}.enorm.weight" for a pattern that
+// captures {j}.
 func Parse(source string, text string) (*Adapter, error) {
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("%s: not UTF-8 text", source)
 	}
 	a := &Adapter{Source: text, Auto: AutoStructural}
 	once := map[string]bool{}
+	stage := 0
 	for n, line := range strings.Split(text, "\n") {
 		w := words(line)
 		if len(w) == 0 {
@@ -223,8 +257,15 @@ func Parse(source string, text string) (*Adapter, error) {
 			return fmt.Errorf("%s:%d: %s", source, n+1, fmt.Sprintf(format, args...))
 		}
 		word, args := w[0], w[1:]
+		if word == "then" {
+			if len(args) > 0 {
+				return nil, fail("then stands alone on its line")
+			}
+			stage++
+			continue
+		}
 		if set, ok := directives[word]; ok {
-			if word != "doc" && word != "family" {
+			if word != "doc" && word != "family" && word != "covers" {
 				if once[word] {
 					return nil, fail("a second %s line", word)
 				}
@@ -243,7 +284,7 @@ func Parse(source string, text string) (*Adapter, error) {
 		if err != nil {
 			return nil, fail("%s: %v", word, err)
 		}
-		r.line, r.text = n+1, strings.Join(w, " ")
+		r.line, r.text, r.stage = n+1, strings.Join(w, " "), stage
 		a.rules = append(a.rules, r)
 	}
 	if a.Name == "" {
@@ -305,9 +346,13 @@ func buildLiteral(r *rule, args []string) error {
 }
 
 func buildRegex(r *rule, args []string) (err error) {
-	r.re, err = regexp.Compile(args[0])
+	if r.re, err = regexp.Compile(args[0]); err != nil {
+		return err
+	}
+	r.reLit, _ = r.re.LiteralPrefix()
+	r.reStart = strings.HasPrefix(args[0], "^")
 	r.repl = args[1]
-	return err
+	return nil
 }
 
 // buildMapping reads SRC DST...: rename, unstack, split, permute, ignore.
@@ -318,7 +363,11 @@ func buildMapping(r *rule, args []string) error {
 	}
 	r.src = []pattern{p}
 	for _, s := range args[1:] {
-		r.dst = append(r.dst, parseTemplate(s))
+		t, err := parseTemplate(s)
+		if err != nil {
+			return err
+		}
+		r.dst = append(r.dst, t)
 	}
 	return nil
 }
@@ -358,8 +407,9 @@ func buildConcat(r *rule, args []string) error {
 			return fmt.Errorf("sources %s and %s capture different names", r.src[0].text, p.text)
 		}
 	}
-	r.dst = []template{parseTemplate(args[1])}
-	return nil
+	t, err := parseTemplate(args[1])
+	r.dst = []template{t}
+	return err
 }
 
 // checkCaptures makes sure every capture a template uses comes from the
@@ -378,7 +428,10 @@ func checkCaptures(r *rule) error {
 		bound["{e}"] = true
 	}
 	for _, t := range r.dst {
-		for _, s := range t.segs {
+		for i, s := range t.segs {
+			if t.exprs != nil && t.exprs[i] != nil {
+				continue // its names are captures or config values
+			}
 			if isCapture(s) && !bound[s] {
 				return fmt.Errorf("%s uses %s, which the pattern does not capture", t.text, s)
 			}

@@ -147,6 +147,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("name x\nconcat a.{i}+b.{i} c.{i} dim=1\nsplit c.{i} d e groups=2 sizes=1,1\npermute * z heads=num_attention_heads")
 	f.Add("name x\tdoc #1 # 2\nregex ^a#b$ $1=c\nunstack x a.{e} b.{e} sizes=hidden_size-1,1")
+	f.Add("name x\ncovers v1 # c\ntranspose a.{i} b.{i}\nthen\nunstack x c.{e}.{e+1} d.{e} dim=1\nthen\nrename b.{i} q.{i*2}")
 	f.Fuzz(func(t *testing.T, src string) {
 		a, err := Parse("fuzz", src)
 		if err != nil {

@@ -30,8 +30,17 @@ func checkLayout(t Tensor, pieces uint64) error {
 // (errLimit when there is no room). On an error, what it appended is
 // garbage: the caller cuts out back.
 func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env, b *budget) ([]Tensor, error) {
-	if r.kind == opRename {
-		t.Name = r.dst[0].expand(caps)
+	if r.kind == opRename || r.kind == opTranspose {
+		name, err := r.dst[0].expandEnv(caps, env)
+		if err != nil {
+			return out, err
+		}
+		t.Name = name
+		if r.kind == opTranspose {
+			if t, err = transposed(t); err != nil {
+				return out, err
+			}
+		}
 		return append(out, t), nil
 	}
 	if t.DType.Bits()%8 != 0 {
@@ -39,6 +48,22 @@ func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env
 	}
 	if err := checkLayout(t, 0); err != nil {
 		return out, err
+	}
+	// A transposed tensor's leading dimensions are stored as they are; the
+	// last two are swapped, so cuts there would take the wrong bytes.
+	cut := r.dim // split
+	switch r.kind {
+	case opUnstack:
+		cut = 0
+		if len(r.dst) > 1 {
+			cut = max(cut, 1+r.dim) // each slice is split along its dim r.dim
+		}
+	case opPermute:
+		cut = 0
+	}
+	if t.Transposed && cut >= len(t.Shape)-2 {
+		return out, fmt.Errorf("shape %s is stored transposed; it can be cut only along its leading dimensions, not dimension %d",
+			safetensors.FormatShape(t.Shape), cut)
 	}
 	switch r.kind {
 	case opUnstack:
@@ -49,6 +74,24 @@ func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env
 		return r.permute(out, t, caps, env, b)
 	}
 	return out, fmt.Errorf("not a mapping")
+}
+
+// transposed swaps the last two dimensions of t: no bytes move, the
+// segments are read as the transpose (or, for a tensor stored transposed,
+// as they are).
+func transposed(t Tensor) (Tensor, error) {
+	n := len(t.Shape)
+	if n < 2 {
+		return t, fmt.Errorf("shape %s has fewer than two dimensions to transpose", safetensors.FormatShape(t.Shape))
+	}
+	if t.DType.Bits()%8 != 0 {
+		return t, fmt.Errorf("%s elements are smaller than a byte; only renames apply", t.DType)
+	}
+	t.Shape = slices.Clone(t.Shape)
+	t.Shape[n-2], t.Shape[n-1] = t.Shape[n-1], t.Shape[n-2]
+	t.Transposed = !t.Transposed
+	t.Source += ".mT"
+	return t, nil
 }
 
 // unstack makes one tensor per slice along dim 0, each split further when
@@ -75,15 +118,17 @@ func (r *rule) unstack(out []Tensor, t Tensor, caps map[string]string, env Env, 
 	for e := range t.Shape[0] {
 		index := strconv.FormatUint(e, 10)
 		piece := Tensor{DType: t.DType, Shape: inner, Segments: src.appendRange(nil, e*slice, slice),
-			Source: t.Source + "[" + index + "]"}
+			Source: t.Source + "[" + index + "]", Transposed: t.Transposed}
 		caps["{e}"] = index
+		var err error
 		if len(r.dst) == 1 {
-			piece.Name = r.dst[0].expand(caps)
+			if piece.Name, err = r.dst[0].expandEnv(caps, env); err != nil {
+				return out, err
+			}
 			out = append(out, piece)
 			continue
 		}
-		var err error
-		if out, err = r.split(out, piece, caps, env, 0, nil); err != nil {
+		if out, err = r.split(out, piece, caps, env, r.dim, nil); err != nil {
 			return out, err
 		}
 	}
@@ -102,7 +147,9 @@ func (r *rule) permute(out []Tensor, t Tensor, caps map[string]string, env Env, 
 	rows, h := t.Shape[0], uint64(heads)
 	half := rows / h / 2
 	row := uint64(t.DType.Bits()/8) * product(t.Shape[1:])
-	t.Name = r.dst[0].expand(caps)
+	if t.Name, err = r.dst[0].expandEnv(caps, env); err != nil {
+		return out, err
+	}
 	if row == 0 { // no bytes to reorder
 		return append(out, t), nil
 	}
@@ -194,7 +241,11 @@ func (r *rule) split(out []Tensor, t Tensor, caps map[string]string, env Env, di
 		}
 		shape := append([]uint64(nil), t.Shape...)
 		shape[dim] = size * uint64(groups)
-		out = append(out, Tensor{Name: r.dst[i].expand(caps), DType: t.DType, Shape: shape, Segments: segs,
+		name, err := r.dst[i].expandEnv(caps, env)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Tensor{Name: name, DType: t.DType, Shape: shape, Segments: segs, Transposed: t.Transposed,
 			Source: t.Source + "[" + describeCut(dim, len(t.Shape), groups, offset, size, block) + "]"})
 		offset += size
 	}
@@ -224,10 +275,17 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 	if first.DType.Bits()%8 != 0 {
 		return Tensor{}, fmt.Errorf("%s elements are smaller than a byte; only renames apply", first.DType)
 	}
+	if first.Transposed && dim >= len(first.Shape)-2 {
+		return Tensor{}, fmt.Errorf("shape %s is stored transposed; it can be joined only along its leading dimensions, not dimension %d",
+			safetensors.FormatShape(first.Shape), dim)
+	}
 	shape := append([]uint64(nil), first.Shape...)
 	shape[dim] = 0
 	sources := make([]string, len(parts))
 	for i, p := range parts {
+		if p.Transposed != first.Transposed {
+			return Tensor{}, fmt.Errorf("cannot join a tensor stored transposed with one that is not")
+		}
 		if p.DType != first.DType || len(p.Shape) != len(first.Shape) {
 			return Tensor{}, fmt.Errorf("cannot join %s %s with %s %s", first.DType, safetensors.FormatShape(first.Shape), p.DType, safetensors.FormatShape(p.Shape))
 		}
@@ -245,7 +303,7 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 		}
 		sources[i] = p.Source
 	}
-	joined := Tensor{DType: first.DType, Shape: shape, Source: strings.Join(sources, "+")}
+	joined := Tensor{DType: first.DType, Shape: shape, Source: strings.Join(sources, "+"), Transposed: first.Transposed}
 	inner := uint64(first.DType.Bits()/8) * product(first.Shape[dim+1:])
 	outer := product(first.Shape[:dim])
 	if inner == 0 || shape[dim] == 0 {

@@ -43,6 +43,9 @@ type Checkpoint struct {
 	Index *Index
 	// Config is config.json beside the files, nil when there is none.
 	Config *Config
+	// PEFT is adapter_config.json beside the files, nil when there is none:
+	// the checkpoint is then a PEFT adapter of another model.
+	PEFT *PEFTConfig
 	// Shards are the files of the checkpoint, sorted by name: those the index
 	// names, or without an index every *.safetensors file (or the one file).
 	Shards []*Shard
@@ -181,6 +184,9 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		names = []string{name}
 	}
 	if err := c.readConfig(ctx); err != nil {
+		return err
+	}
+	if err := c.readPEFTConfig(ctx); err != nil {
 		return err
 	}
 	if indexName == "" {

@@ -297,6 +297,8 @@ func TestParseConfig(t *testing.T) {
 		}, 0},
 		{`{"num_hidden_layers":-1,"hidden_size":2.5,"tie_word_embeddings":"yes"}`, func(c *checkpoint.Config) bool { return c.TieWordEmbeddings == nil }, 3},
 		{`{"dtype":"bfloat16","text_config":{"vocab_size":7}}`, func(c *checkpoint.Config) bool { return c.DType == "bfloat16" && c.VocabSize == 7 }, 0},
+		// transformers v5 keeps dtype when both are given.
+		{`{"torch_dtype":"float32","dtype":"bfloat16"}`, func(c *checkpoint.Config) bool { return c.DType == "bfloat16" }, 0},
 		{`{"quantization_config":{"quant_method":"fp8"}}`, func(c *checkpoint.Config) bool { return c.Quantized }, 0},
 		// A top-level field wins over text_config's, also when it is not
 		// an integer: adapters (Ints) and checks (typed fields) agree.

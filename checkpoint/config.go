@@ -33,7 +33,10 @@ type Config struct {
 	// TieWordEmbeddings is tie_word_embeddings as written; nil when absent
 	// (the model class's default then applies).
 	TieWordEmbeddings *bool
-	// DType is "torch_dtype", or "dtype" as transformers v5 writes it.
+	// DType is "dtype" as transformers v5 writes it, else the older
+	// "torch_dtype": when both are present v5 keeps dtype
+	// (src/transformers/configuration_utils.py @ 008e5743, "If both are
+	// provided, keep `dtype`").
 	DType string
 	// Quantized is set when the config has a quantization_config: stored
 	// dtypes then differ from DType on purpose.
@@ -109,9 +112,9 @@ func ParseConfig(b []byte) *Config {
 			c.TieWordEmbeddings = &tied
 		}
 	}
-	str("torch_dtype", &c.DType)
+	str("dtype", &c.DType)
 	if c.DType == "" {
-		str("dtype", &c.DType)
+		str("torch_dtype", &c.DType)
 	}
 	if v, ok := c.Fields["quantization_config"]; ok && string(v) != "null" {
 		c.Quantized = true

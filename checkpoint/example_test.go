@@ -19,3 +19,20 @@ func ExampleBlobDigest() {
 	// true true
 	// false false
 }
+
+func ExampleTieDefaultOf() {
+	for _, mt := range []string{"qwen3", "gemma", "gpt2"} {
+		d, own := checkpoint.TieDefaultOf(mt)
+		fmt.Println(mt, d.Tied, own)
+	}
+	// Output:
+	// qwen3 false true
+	// gemma true true
+	// gpt2 true false
+}
+
+func ExampleParsePEFTConfig() {
+	p := checkpoint.ParsePEFTConfig([]byte(`{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 16}`))
+	fmt.Println(p.PEFTType, p.BaseModel, p.Rank, p.Err)
+	// Output: LORA Qwen/Qwen3-0.6B 16 <nil>
+}

@@ -26,6 +26,9 @@ func writeExplanation(w io.Writer, ex *verify.Explanation) error {
 			if t.Rule != "" {
 				fmt.Fprintf(&b, "    rule %s\n", quote(t.Rule))
 			}
+			if t.Stored != nil {
+				fmt.Fprintf(&b, "    stored transposed as %s: read a tile at a time and transposed\n", safetensors.FormatShape(t.Stored))
+			}
 			for n, s := range t.Segments {
 				if n == maxExplainedLines {
 					fmt.Fprintf(&b, "    ... more segments (%d listed in JSON)\n", len(t.Segments))

@@ -46,6 +46,10 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeAdapterError:     FamilyKeys,
 	verify.CodeAdapterLimit:     FamilyKeys,
 	verify.CodeLowKeyOverlap:    FamilyKeys,
+	verify.CodeNeedsAdapter:     FamilyKeys,
+	verify.CodeLoRAAdapter:      FamilyKeys,
+	// Quantized tensors stand for the missing keys they would make.
+	verify.CodeQuantizedUnsupported: FamilyKeys,
 
 	verify.CodeValueMismatch:      FamilyValues,
 	verify.CodeNonFinite:          FamilyValues,

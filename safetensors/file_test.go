@@ -152,6 +152,26 @@ func TestLFSPointerMessage(t *testing.T) {
 	}
 }
 
+// TestTorchtitanEmptyEntry: the file torchtitan wrote before PR #3764
+// (pytorch/torchtitan 0e886617, 2026-06-27) for a tied lm_head.weight it
+// never produced: the reference rejects "" as no dtype, and so do we,
+// naming the tensor and the pattern. The entries come from
+// torch/distributed/checkpoint/_consolidate_hf_safetensors.py's _FqnData
+// defaults (shape [], dtype "", data_offsets [o, o]): alone in its shard,
+// and after a real tensor.
+func TestTorchtitanEmptyEntry(t *testing.T) {
+	for _, header := range []string{
+		`{"lm_head.weight":{"shape":[],"dtype":"","data_offsets":[0,0]}}`,
+		`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"lm_head.weight":{"shape":[],"dtype":"","data_offsets":[4,4]}}`,
+	} {
+		_, err := open(raw(header, 4*strings.Count(header, `"F32"`)))
+		if kindOf(err) != "invalid_header_deserialization" || !strings.Contains(err.Error(), `tensor "lm_head.weight"`) ||
+			!strings.Contains(err.Error(), "torchtitan writes for a key of the published index its model never produced") {
+			t.Errorf("%s: %v", header, err)
+		}
+	}
+}
+
 // TestLayoutErrors: a file whose layout is invalid returns no File, but
 // the error carries the parsed header; only trailing bytes leave every
 // tensor readable.

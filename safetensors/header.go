@@ -163,6 +163,13 @@ func (p *parser) field(t *TensorInfo, field int) error {
 			return err
 		}
 		dt, ok := ParseDType(s)
+		if !ok && s == "" {
+			// torch.distributed.checkpoint's consolidation writes this empty
+			// entry (dtype "", shape [], data_offsets [o, o]) for a key of the
+			// published index that the model never produced (torchtitan
+			// PR #3764, a tied lm_head.weight).
+			return d.Fail("tensor %q: empty dtype \"\": an entry with dtype \"\", shape [] and no bytes is what torchtitan writes for a key of the published index its model never produced (pytorch/torchtitan#3764)", t.Name)
+		}
 		if !ok {
 			return d.Fail("tensor %q: unknown dtype %q", t.Name, s)
 		}

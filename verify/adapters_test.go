@@ -244,19 +244,24 @@ func TestFrameworkAdapters(t *testing.T) {
 			if d.Exported.View.Adapter != tt.wantAdapter {
 				t.Fatalf("adapter %s, want %s", d.Exported.View.Adapter, tt.wantAdapter)
 			}
-			dropped, weightsOnly := 0, 0
+			dropped, weightsOnly, needs := 0, 0, 0
 			for _, f := range d.Findings {
 				switch f.Code {
 				case CodeAdapterDropped:
 					dropped++
 				case CodeWeightsOnlyExport: // framework exports are weights only
 					weightsOnly++
+				case CodeNeedsAdapter:
+					needs++
 				default:
 					t.Errorf("structural finding: %v", f)
 				}
 			}
 			if weightsOnly != 1 {
 				t.Errorf("%d weights_only_export, want 1", weightsOnly)
+			}
+			if needs != 1 {
+				t.Errorf("%d needs_adapter, want 1: no export here loads in transformers as it is", needs)
 			}
 			if dropped != tt.dropped {
 				t.Errorf("%d adapter_dropped, want %d", dropped, tt.dropped)

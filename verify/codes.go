@@ -54,6 +54,10 @@ const (
 	CodeAdapterDropped   Code = "adapter_dropped"
 	CodeAdapterError     Code = "adapter_error"
 	CodeAdapterLimit     Code = "adapter_limit"
+	CodeNeedsAdapter     Code = "needs_adapter"
+	CodeLoRAAdapter      Code = "lora_adapter"
+
+	CodeQuantizedUnsupported Code = "quantized_unsupported"
 
 	CodeValueMismatch      Code = "value_mismatch"
 	CodeNonFinite          Code = "nonfinite"
@@ -126,6 +130,9 @@ var codes = []CodeDoc{
 	{CodeAdapterError, Error, "diff: an adapter rule matched a tensor it cannot map (shape or config does not fit): a stale mapping"},
 	{CodeAdapterLimit, Error, "diff: the adapter would make far more tensors than the published checkpoint has; mapping stopped"},
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
+	{CodeNeedsAdapter, Warning, "diff: the export matches only through an adapter other than hf: its names are not Hugging Face's and transformers will not load it as is; says which adapter mapped how many tensors"},
+	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
+	{CodeQuantizedUnsupported, Warning, "diff: quantized tensors (quantization_config, FP8 weight_scale_inv, MXFP4 _blocks/_scales) and their weights are not compared yet, said once"},
 	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},

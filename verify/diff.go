@@ -82,6 +82,9 @@ type Comparison struct {
 	// Tie is what is known of tie_word_embeddings.
 	Tie      Tie
 	Findings []Finding
+	// notCompared holds keys whose values are not compared, with why
+	// (quantized tensors; see recognise).
+	notCompared map[string]string
 }
 
 // Tie is what is known of tie_word_embeddings and where it came from.
@@ -176,17 +179,21 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
 	d.Findings = append(d.Findings, structural...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
+	d.Findings = d.recognise(d.Findings)
 	d.Findings = append(d.Findings, files...)
 	return d, nil
 }
 
-// allMatched reports whether every tensor of v has a namesake in other.
+// allMatched reports whether every tensor of v has a namesake of its shape
+// in other.
 func allMatched(v, other *adapter.View) bool {
 	if len(v.Tensors) == 0 {
 		return false
 	}
 	for _, t := range v.Tensors {
-		if _, ok := other.Tensor(t.Name); !ok {
+		// A shape that differs may be a layout an adapter reads (a
+		// transposed view): then the candidates are looked for too.
+		if o, ok := other.Tensor(t.Name); !ok || !slices.Equal(o.Shape, t.Shape) {
 			return false
 		}
 	}
@@ -318,8 +325,13 @@ func tieOf(pub, exp *checkpoint.Checkpoint, flag *bool) Tie {
 		if v := c.Config.TieWordEmbeddings; v != nil {
 			return Tie{true, *v, fmt.Sprintf("tie_word_embeddings: %v in the %s config.json", *v, side)}
 		}
-		// transformers' PretrainedConfig defaults tie_word_embeddings to true.
-		return Tie{true, true, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at transformers' default, true", side)}
+		// Absent, it is the model class's default (checkpoint.TieDefaultOf).
+		def, own := checkpoint.TieDefaultOf(c.Config.ModelType)
+		whose := fmt.Sprintf("model_type %q's", c.Config.ModelType)
+		if !own {
+			whose = "transformers' base"
+		}
+		return Tie{true, def.Tied, fmt.Sprintf("the %s config.json leaves tie_word_embeddings at %s default, %v (%s)", side, whose, def.Tied, def.Source)}
 	}
 	return Tie{}
 }
@@ -365,7 +377,8 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		head, _ := present.Tensor(LMHead)
 		switch {
 		case tie.Known && tie.Tied && absentSide == Published:
-			return nil, true
+			return &Finding{Code: CodeTiedWeight, Severity: Info, Side: Published, Key: LMHead,
+				Message: fmt.Sprintf("absent from published, which ties it to the input embedding (%s); the export keeps a copy (--values checks it against the export's embedding)", tie.Source)}, true
 		case tie.Known && tie.Tied:
 			return &Finding{Code: CodeTiedWeight, Severity: Info, Side: absentSide, Key: LMHead,
 				Message: fmt.Sprintf("absent from %s; tied to the input embedding (%s)", absentSide, tie.Source)}, true
@@ -408,7 +421,7 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		}
 		if !slices.Equal(t.Shape, e.Shape) {
 			msg := fmt.Sprintf("published %s, exported %s", safetensors.FormatShape(t.Shape), safetensors.FormatShape(e.Shape))
-			if len(t.Shape) == 2 && len(e.Shape) == 2 && t.Shape[0] == e.Shape[1] && t.Shape[1] == e.Shape[0] {
+			if swapped(t.Shape, e.Shape) {
 				msg += " (transposed)"
 			}
 			out = append(out, Finding{Code: CodeShapeMismatch, Severity: Error, Key: t.Name, Message: msg,
@@ -459,4 +472,11 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 				textfmt.Plural(len(keys), "key"), other.Side, textfmt.Plural(side.Unavailable, "tensor"), side.Side)})
 	}
 	return out, matched
+}
+
+// swapped reports shapes that differ only by their last two dimensions
+// swapped: a matrix, or a stack of them, stored transposed.
+func swapped(a, b []uint64) bool {
+	n := len(a)
+	return n >= 2 && len(b) == n && slices.Equal(a[:n-2], b[:n-2]) && a[n-2] == b[n-1] && a[n-1] == b[n-2]
 }

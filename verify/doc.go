@@ -18,5 +18,16 @@
 // everything that decides the result, and Merge puts the partition reports
 // back together into the report of a single run.
 //
+// A diff also says what a key-by-key comparison cannot: a side that is a
+// PEFT adapter rather than a model (lora_adapter), quantized tensors that
+// are not compared yet (quantized_unsupported), each said once instead of
+// as thousands of missing keys, and an export that matched only through a
+// non-identity adapter, which transformers will not load as it is
+// (needs_adapter).
+//
+// Values are read through the adapters' layouts: a logical tensor stored
+// transposed is read in bands of logical rows, each a tile of the stored
+// matrix read at once and transposed in memory.
+//
 // Finding codes are stable and documented in Codes.
 package verify

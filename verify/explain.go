@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"slices"
+
 	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -37,12 +39,16 @@ type ExplainedSide struct {
 
 // An ExplainedTensor is a logical tensor and the bytes it is read from.
 type ExplainedTensor struct {
-	Name     string            `json:"name"`
-	DType    safetensors.DType `json:"dtype"`
-	Shape    []uint64          `json:"shape"`
-	Source   string            `json:"source"`
-	Rule     string            `json:"rule,omitempty"`
-	Segments []ExplainedBytes  `json:"segments"`
+	Name   string            `json:"name"`
+	DType  safetensors.DType `json:"dtype"`
+	Shape  []uint64          `json:"shape"`
+	Source string            `json:"source"`
+	Rule   string            `json:"rule,omitempty"`
+	// Stored is set when the segments hold the tensor transposed: the
+	// shape they hold, Shape with its last two dimensions swapped. The
+	// values are read a tile at a time and transposed.
+	Stored   []uint64         `json:"stored_transposed,omitempty"`
+	Segments []ExplainedBytes `json:"segments"`
 }
 
 // ExplainedBytes is a byte range of a physical tensor.
@@ -77,6 +83,10 @@ func (d *Comparison) Explain(key string) *Explanation {
 
 func explainTensor(t adapter.Tensor, src []Source) *ExplainedTensor {
 	et := &ExplainedTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Source: t.Source, Rule: t.Rule}
+	if n := len(t.Shape); t.Transposed && n >= 2 {
+		et.Stored = slices.Clone(t.Shape)
+		et.Stored[n-2], et.Stored[n-1] = et.Stored[n-1], et.Stored[n-2]
+	}
 	for i, s := range t.Segments {
 		if i == maxExplainedSegments {
 			break

@@ -19,6 +19,14 @@ import (
 // of statistics. A variable so that tests can make it small.
 var blockElems uint64 = 1 << 18
 
+// tileBytes bounds the tile a transposed side reads for one block. Such a
+// block is a band of logical rows, which the stored transpose holds as a
+// column band across every stored row: the read runs through the rest of
+// each stored row, so the wider the band (up to the whole matrix), the
+// more of each byte read is used. A variable so that tests can make it
+// small.
+var tileBytes uint64 = 8 << 20
+
 // An operand is one side of a pair: a logical tensor and the physical
 // tensors its segments point into.
 type operand struct {
@@ -113,6 +121,18 @@ func newBlocking(p *pair) blocking {
 		b.byRows = true
 		b.rows, b.cols = shape[len(shape)-2], shape[len(shape)-1]
 		b.perRows = max(1, blockElems/b.cols)
+		// The widest band whose tile (every stored row's piece of it, on
+		// the transposed side with the widest elements) fits tileBytes.
+		e := uint64(1)
+		for _, o := range [2]*operand{&p.pub, &p.exp} {
+			if o.transposed {
+				e = max(e, o.elemBytes())
+			}
+		}
+		if w := tileBytes / e / b.cols; w > b.perRows {
+			b.perRows = w
+		}
+		b.perRows = min(b.perRows, b.rows)
 		b.perMat = (b.rows + b.perRows - 1) / b.perRows
 		b.blocks = b.n / (b.rows * b.cols) * b.perMat
 		return b
@@ -158,3 +178,31 @@ func (b blocking) job(fs *files, p *pair, k uint64) *job {
 	}
 	return j
 }
+
+// tileReadAhead bounds the blocks read ahead when transposed pairs make
+// blocks of whole tiles (up to tileBytes a side, and as much again before
+// the transpose): as many as fit in tileBudget, at least one. Every buffer
+// of the scheduler's pool can grow to the largest block.
+func tileReadAhead(pairs []*pair, readAhead int) int {
+	var most uint64
+	for _, p := range pairs {
+		if b := p.blocks; b.byRows {
+			n := b.perRows * b.cols * (p.pub.elemBytes() + p.exp.elemBytes())
+			if p.pub.transposed {
+				n += b.perRows * b.cols * p.pub.elemBytes()
+			}
+			if p.exp.transposed {
+				n += b.perRows * b.cols * p.exp.elemBytes()
+			}
+			most = max(most, n)
+		}
+	}
+	if most == 0 {
+		return readAhead
+	}
+	return int(max(1, min(uint64(readAhead), tileBudget/most)))
+}
+
+// tileBudget is the memory the blocks read ahead of transposed pairs may
+// take.
+const tileBudget = 24 << 20

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -146,8 +147,8 @@ func TestPlanSpans(t *testing.T) {
 	permuted := whole
 	permuted.Segments = []adapter.Segment{{Source: 0, Offset: 6, Length: 6}, {Source: 0, Offset: 0, Length: 6}}
 	transposed := adapter.Tensor{Name: "x", DType: safetensors.U8, Shape: []uint64{3, 4}, Segments: whole.Segments}
-	defer func(b uint64) { blockElems = b }(blockElems)
-	blockElems = 5
+	defer func(b, t uint64) { blockElems, tileBytes = b, t }(blockElems, tileBytes)
+	blockElems, tileBytes = 5, 4 // a tile of one logical row of 4 U8
 	tests := []struct {
 		name     string
 		pub, exp operand
@@ -178,5 +179,30 @@ func TestPlanSpans(t *testing.T) {
 				t.Errorf("%s: block %d = %v, want %v", tt.name, i, got[i][1], tt.want[i])
 			}
 		}
+	}
+}
+
+func BenchmarkTranspose(b *testing.B) {
+	for _, e := range []int{2, 4} {
+		rows, cols := 2048, 1024
+		src := make([]byte, rows*cols*e)
+		dst := make([]byte, len(src))
+		b.Run(fmt.Sprintf("elem%d", e), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				transpose(dst, src, &tile{rows: rows, cols: cols, elem: e})
+			}
+		})
+	}
+}
+
+// BenchmarkCopy is the reference for BenchmarkTranspose: the same bytes
+// copied in order.
+func BenchmarkCopy(b *testing.B) {
+	src := make([]byte, 2048*1024*4)
+	dst := make([]byte, len(src))
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		copy(dst, src)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,8 +323,14 @@ func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 		for layers[first] {
 			first++
 		}
+		// DeepSeek-V3 stores its multi-token-prediction layers after the
+		// decoder's: model.layers.61 for num_hidden_layers 61.
+		limit := cfg.NumHiddenLayers
+		if mtp := cfg.Ints["num_nextn_predict_layers"]; mtp <= math.MaxUint64-limit {
+			limit += mtp
+		}
 		switch {
-		case maxLayer >= cfg.NumHiddenLayers:
+		case maxLayer >= limit:
 			mismatch("", fmt.Sprintf("num_hidden_layers is %s but layer %d is present", textfmt.Thousands(cfg.NumHiddenLayers), maxLayer), cfg.NumHiddenLayers, maxLayer+1)
 		case uint64(len(layers)) < cfg.NumHiddenLayers:
 			missing := cfg.NumHiddenLayers - uint64(len(layers))

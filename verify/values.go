@@ -240,7 +240,7 @@ func unchangedFinding(keys []string) Finding {
 }
 
 func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
-	pr := &pair{key: key, pub: operand{t: p, src: ps}, exp: operand{t: e, src: es}}
+	pr := &pair{key: key, pub: operand{t: p, src: ps, transposed: p.Transposed}, exp: operand{t: e, src: es, transposed: e.Transposed}}
 	pr.stats = TensorStats{Key: key, Published: p.DType, Exported: e.DType}
 	pr.stats.Elements, _ = safetensors.TensorInfo{Shape: p.Shape}.NumElements()
 	pr.fast = fastExact(p.DType, e.DType)
@@ -260,6 +260,9 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 		pr := newPair(p.Name, p, e, d.Published.Sources, d.Exported.Sources)
 		tol, skip := policy.For(p.Name)
 		pr.tol, pr.stats.Tolerance = tol, tol
+		if skip == "" {
+			skip = d.notCompared[p.Name]
+		}
 		if skip == "" {
 			skip = uncomparable(p.DType, e.DType)
 		}
@@ -479,7 +482,7 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 			return nil
 		}
 	}
-	opt := schedulerOptions{workers: workers, readAhead: readAhead}
+	opt := schedulerOptions{workers: workers, readAhead: tileReadAhead(pairs, readAhead)}
 	// Every pair's blocks are planned, in order, as the readers ask.
 	pi, k := 0, uint64(0)
 	next := func() (*job, bool) {

@@ -29,10 +29,11 @@ func adaptersCommand() *cli.Command {
 				Doc      string   `json:"doc"`
 				Auto     string   `json:"auto"`
 				Families []string `json:"families,omitempty"`
+				Covers   []string `json:"covers,omitempty"`
 				Source   string   `json:"source,omitempty"`
 			}
 			describe := func(a *adapter.Adapter) entry {
-				return entry{Name: a.Name, Doc: a.Doc, Auto: a.Auto.String(), Families: a.Families}
+				return entry{Name: a.Name, Doc: a.Doc, Auto: a.Auto.String(), Families: a.Families, Covers: a.Covers}
 			}
 			if name := cmd.Args().First(); name != "" {
 				a, err := (&adapter.Registry{}).Lookup(name)
@@ -60,9 +61,9 @@ func adaptersCommand() *cli.Command {
 				if len(e.Families) > 0 {
 					doc += " [model_type " + strings.Join(e.Families, ", ") + "]"
 				}
-				rows[i] = []string{e.Name, e.Auto, doc}
+				rows[i] = []string{e.Name, e.Auto, doc, strings.Join(e.Covers, "; ")}
 			}
-			if err := report.Table(w, []string{"NAME", "AUTO", "MAPS"}, rows); err != nil {
+			if err := report.Table(w, []string{"NAME", "AUTO", "MAPS", "COVERS"}, rows); err != nil {
 				return err
 			}
 			_, err := fmt.Fprintln(w, "\nChain them with commas (--adapter exported=torchtitan-hf,compile); `ckptcheck adapters NAME` prints a preset's rules.")

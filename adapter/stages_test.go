@@ -1,0 +1,133 @@
+package adapter
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// TestTranspose: transpose swaps the last two dimensions and marks the
+// tensor transposed without moving a byte; twice is the identity.
+func TestTranspose(t *testing.T) {
+	in := []safetensors.TensorInfo{f32("x", 0, 3, 2, 4), f32("v", 96, 5)}
+	v := Chain{parseRules(t, "transpose x y")}.Apply(in, nil)
+	y, ok := v.Tensor("y")
+	if !ok || !y.Transposed || !slices.Equal(y.Shape, []uint64{3, 4, 2}) || !slices.Equal(y.Segments, []Segment{{0, 0, 96}}) ||
+		y.Source != "x.mT" {
+		t.Errorf("y = %+v", y)
+	}
+	v = Chain{parseRules(t, "transpose x y\nthen\ntranspose y z")}.Apply(in, nil)
+	if z, ok := v.Tensor("z"); !ok || z.Transposed || !slices.Equal(z.Shape, []uint64{3, 2, 4}) {
+		t.Errorf("z = %+v", z)
+	}
+	v = Chain{parseRules(t, "transpose v w")}.Apply(in, nil)
+	if len(v.Errors) != 1 || !strings.Contains(v.Errors[0].Message, "fewer than two dimensions") {
+		t.Errorf("transposing a vector: %v", v.Errors)
+	}
+}
+
+// TestTransposedCuts: a transposed tensor is cut along its leading
+// dimensions only, and what is cut stays transposed.
+func TestTransposedCuts(t *testing.T) {
+	in := []safetensors.TensorInfo{f32("x", 0, 2, 3, 4)} // stored [2, 3, 4], logical [2, 4, 3]
+	tests := []struct {
+		name, rules string
+		err         string // "" for success
+		check       func(v *View) bool
+	}{
+		{"unstack the stack", "transpose x y\nthen\nunstack y z.{e}", "", func(v *View) bool {
+			z, ok := v.Tensor("z.1")
+			return ok && z.Transposed && slices.Equal(z.Shape, []uint64{4, 3}) && slices.Equal(z.Segments, []Segment{{0, 48, 48}})
+		}},
+		{"split the stack", "transpose x y\nthen\nsplit y a b", "", func(v *View) bool {
+			b, ok := v.Tensor("b")
+			return ok && b.Transposed && slices.Equal(b.Shape, []uint64{1, 4, 3}) && slices.Equal(b.Segments, []Segment{{0, 48, 48}})
+		}},
+		{"split a swapped dimension", "transpose x y\nthen\nsplit y a b dim=2", "only along its leading dimensions", nil},
+		{"unstack and split a swapped dimension", "transpose x y\nthen\nunstack y a.{e} b.{e}", "not dimension 1", nil},
+		{"permute a swapped dimension", "transpose x y\nthen\nunstack y z.{e}\nthen\npermute z.0 w heads=1", "only along its leading", nil},
+		{"join transposed with plain", "transpose x y\nthen\nconcat y+z w", "stored transposed with one that is not", nil},
+	}
+	in = append(in, f32("z", 96, 2, 4, 3))
+	for _, tt := range tests {
+		v := Chain{parseRules(t, tt.rules)}.Apply(in, Env{})
+		switch {
+		case tt.err == "" && (len(v.Errors) > 0 || !tt.check(v)):
+			t.Errorf("%s: %v %v", tt.name, names(v), v.Errors)
+		case tt.err != "" && (len(v.Errors) == 0 || !strings.Contains(v.Errors[0].Message, tt.err)):
+			t.Errorf("%s: errors %v, want %q", tt.name, v.Errors, tt.err)
+		}
+	}
+}
+
+// TestStages: the rules after "then" see what the rules before made, by
+// its new name, and layouts compose: a fused QKV split per group, then its
+// q rows permuted (torchtitan's Llama 3 wqkv).
+func TestStages(t *testing.T) {
+	a := parseRules(t, "split qkv q k v groups=1 sizes=4,2,2\nthen\npermute q q_proj heads=1\nrename k k_proj")
+	v := Chain{a}.Apply([]safetensors.TensorInfo{f32("qkv", 0, 8, 1)}, Env{})
+	q, ok := v.Tensor("q_proj")
+	// q holds rows 0..3; HF row (h, b, a) is native row (h, a, b) of [1, 2, 2].
+	want := []Segment{{0, 0, 4}, {0, 8, 4}, {0, 4, 4}, {0, 12, 4}}
+	if !ok || !slices.Equal(q.Segments, want) || !strings.HasPrefix(q.Rule, "t:4: permute") || q.Source != "qkv[0:4, :]" {
+		t.Errorf("q_proj = %+v (%v)", q, v.Errors)
+	}
+	if _, ok := v.Tensor("k_proj"); !ok {
+		t.Errorf("k_proj missing: %v", names(v))
+	}
+	if _, ok := v.Tensor("v"); !ok {
+		t.Errorf("v, which the second stage does not map, missing: %v", names(v))
+	}
+	// A later stage alone makes the adapter a candidate.
+	if !a.mapsAny(infos("q"), nil) {
+		t.Error("the second stage's rules do not count for mapsAny")
+	}
+	if _, err := Parse("t", "name t\nthen now"); err == nil || !strings.Contains(err.Error(), "then stands alone") {
+		t.Errorf("then with arguments: %v", err)
+	}
+}
+
+// TestTemplateExpressions: a DST segment may compute a layer index from a
+// numeric capture and config values (torchtitan's DeepSeek-V3 MTP layer j
+// is HF layer num_hidden_layers + j).
+func TestTemplateExpressions(t *testing.T) {
+	a := parseRules(t, "rename mtp.{j}.w layers.{j+num_hidden_layers}.w\nrename x.{k}.w y.{k*2-1}.w")
+	v := Chain{a}.Apply(infos("mtp.0.w", "mtp.2.w", "x.3.w", "x.a.w"), Env{"num_hidden_layers": 61})
+	var got []string
+	for _, t := range v.Tensors {
+		got = append(got, t.Name)
+	}
+	if want := []string{"layers.61.w", "layers.63.w", "y.5.w"}; !slices.Equal(got, want) || len(v.Errors) != 1 ||
+		!strings.Contains(v.Errors[0].Message, `{k} is "a", not a number`) {
+		t.Errorf("names %v, errors %v", got, v.Errors)
+	}
+	v = Chain{a}.Apply(infos("mtp.0.w"), Env{})
+	if len(v.Errors) != 1 || !strings.Contains(v.Errors[0].Message, "config.json has no num_hidden_layers") {
+		t.Errorf("without the config value: %v", v.Errors)
+	}
+	if _, err := Parse("t", "name t\nrename a.{j} b.{j+}"); err == nil || !strings.Contains(err.Error(), "ends early") {
+		t.Errorf("a bad expression: %v", err)
+	}
+}
+
+// TestUnstackDim: unstack's outputs split each slice along dim=N.
+func TestUnstackDim(t *testing.T) {
+	v := Chain{parseRules(t, "unstack x a.{e} b.{e} dim=1")}.Apply([]safetensors.TensorInfo{f32("x", 0, 2, 2, 4)}, nil)
+	a1, ok := v.Tensor("a.1")
+	if !ok || !slices.Equal(a1.Shape, []uint64{2, 2}) || !slices.Equal(a1.Segments, []Segment{{0, 32, 8}, {0, 48, 8}}) {
+		t.Errorf("a.1 = %+v %v", a1, v.Errors)
+	}
+}
+
+// TestCovers: covers lines are kept one per line, comments aside.
+func TestCovers(t *testing.T) {
+	a := parseRules(t, "covers v0.2.0 .. v0.2.2 # tags\ncovers main #4 to b5bcd76c\nrename a b")
+	if want := []string{"v0.2.0 .. v0.2.2", "main #4 to b5bcd76c"}; !slices.Equal(a.Covers, want) {
+		t.Errorf("covers %q, want %q", a.Covers, want)
+	}
+	if _, err := Parse("t", "name t\ncovers"); err == nil {
+		t.Error("an empty covers line: want an error")
+	}
+}

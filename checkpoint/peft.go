@@ -1,0 +1,65 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+)
+
+// PEFTConfig is what a PEFT adapter's adapter_config.json says, read the
+// way huggingface/peft writes it (src/peft/config.py, tuners/lora/config.py
+// @ v0.20.0): the adapter's kind and the model it adapts. A checkpoint
+// directory holding one is a fine-tune's adapter (adapter_model.safetensors),
+// not a model.
+type PEFTConfig struct {
+	// Name is the file's name in the checkpoint, Path how reports name it.
+	Name, Path string
+	// PEFTType is peft_type ("LORA", "IA3", ...); BaseModel is
+	// base_model_name_or_path, "" when the file leaves it out or null.
+	PEFTType, BaseModel string
+	// Rank is r, the LoRA rank, 0 when absent or not a positive integer.
+	Rank uint64
+	// Err is set when the file exists but is not a JSON object.
+	Err error
+}
+
+// ParsePEFTConfig parses adapter_config.json's bytes. Fields of the wrong
+// type are left at their zero values.
+func ParsePEFTConfig(b []byte) *PEFTConfig {
+	p := &PEFTConfig{}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		p.Err = notObject(b, err)
+		return p
+	}
+	str := func(key string, dst *string) {
+		if v, ok := fields[key]; ok {
+			_ = json.Unmarshal(v, dst) // a wrong type leaves dst empty
+		}
+	}
+	str("peft_type", &p.PEFTType)
+	str("base_model_name_or_path", &p.BaseModel)
+	if v, ok := fields["r"]; ok {
+		_ = json.Unmarshal(v, &p.Rank)
+	}
+	return p
+}
+
+// readPEFTConfig reads adapter_config.json beside the files, if any.
+func (c *Checkpoint) readPEFTConfig(ctx context.Context) error {
+	const name = "adapter_config.json"
+	b, err := readSmall(ctx, c.Source, name, maxJSONFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil && tooLarge(err):
+		c.PEFT = &PEFTConfig{Err: err}
+	case err != nil:
+		return pathError(c.Source.Path(name), err)
+	default:
+		c.PEFT = ParsePEFTConfig(b)
+	}
+	c.PEFT.Name, c.PEFT.Path = name, c.Source.Path(name)
+	return nil
+}

@@ -1,0 +1,187 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+func raw(name string, dtype safetensors.DType, shape ...uint64) fixture.Tensor {
+	n := uint64(dtype.Bits() / 8)
+	for _, d := range shape {
+		n *= d
+	}
+	return fixture.Tensor{Name: name, DType: dtype, Shape: shape, Data: make([]byte, n)}
+}
+
+// TestLoRAAdapter: a PEFT LoRA adapter as huggingface/peft saves it
+// (src/peft/utils/save_and_load.py, tuners/lora/layer.py @ v0.20.0:
+// adapter_model.safetensors with base_model.model.<module>.lora_A.weight
+// [r, in] and lora_B.weight [out, r], adapter_config.json) is diagnosed
+// once, instead of every base weight missing and low_key_overlap.
+func TestLoRAAdapter(t *testing.T) {
+	const r = 8
+	var lora []fixture.Tensor
+	for i := range fixture.Tiny.Layers {
+		for _, p := range []string{"q_proj", "v_proj"} {
+			m := fmt.Sprintf("base_model.model.model.layers.%d.self_attn.%s.", i, p)
+			out := uint64(fixture.Tiny.Heads * fixture.Tiny.HeadDim)
+			if p == "v_proj" {
+				out = uint64(fixture.Tiny.KVHeads * fixture.Tiny.HeadDim)
+			}
+			lora = append(lora, raw(m+"lora_A.weight", safetensors.F32, r, uint64(fixture.Tiny.Hidden)),
+				raw(m+"lora_B.weight", safetensors.F32, out, r))
+		}
+	}
+	for _, withConfig := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "adapter")
+		if err := fixture.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), lora, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := "(no adapter_config.json beside it says for which model)"
+		if withConfig {
+			cfg := `{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]}`
+			os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(cfg), 0o644)
+			want = "for Qwen/Qwen3-0.6B"
+		}
+		d := diffPaths(t, published(t), dir, DiffOptions{WeightsOnly: true})
+		if got := codeList(d.Findings); !slices.Equal(got, []string{"lora_adapter"}) {
+			t.Fatalf("config %v: findings %v", withConfig, d.Findings)
+		}
+		f := d.Findings[0]
+		if f.Severity != Error || f.Side != Exported || !strings.Contains(f.Message, "a LoRA adapter "+want) ||
+			!strings.Contains(f.Message, "merge it into the base before diffing") || !strings.Contains(f.Message, "8 low-rank pairs") {
+			t.Errorf("config %v: %+v", withConfig, f)
+		}
+	}
+}
+
+// TestQuantizedUnsupported: an FP8 block-quantized published checkpoint
+// (DeepSeek-V3's layout: X.weight F8_E4M3 beside X.weight_scale_inv F32
+// [ceil(out/128), ceil(in/128)], quantization_config in config.json;
+// deepseek-ai/DeepSeek-V3 inference/fp8_cast_bf16.py) against a BF16
+// export dequantized by its trainer, and an MXFP4 one (gpt-oss's
+// mlp.experts.gate_up_proj_blocks and _scales, transformers
+// integrations/mxfp4.py) against a dequantized export: one warning each,
+// no missing keys, and the weights' values are skipped, not compared.
+func TestQuantizedUnsupported(t *testing.T) {
+	norm := fixture.Tensor{Name: "model.norm.weight", DType: safetensors.BF16, Shape: []uint64{4}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	tests := []struct {
+		name      string
+		pub, exp  []fixture.Tensor
+		qc        map[string]any
+		method    string
+		compared  int
+		skipped   int
+		companion int
+	}{
+		{"fp8 weight_scale_inv",
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.down_proj.weight", safetensors.F8_E4M3, 256, 130),
+				raw("model.layers.0.mlp.down_proj.weight_scale_inv", safetensors.F32, 2, 2),
+				raw("model.layers.0.self_attn.o_proj.weight", safetensors.F8_E4M3, 8, 8),
+				raw("model.layers.0.self_attn.o_proj.weight_scale_inv", safetensors.F32, 1, 1)},
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.down_proj.weight", safetensors.BF16, 256, 130),
+				raw("model.layers.0.self_attn.o_proj.weight", safetensors.BF16, 8, 8)},
+			map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{128, 128}},
+			"quantization_config fp8 e4m3", 1, 2, 2},
+		{"mxfp4 blocks and scales",
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj_blocks", safetensors.U8, 2, 8, 2, 16),
+				raw("model.layers.0.mlp.experts.gate_up_proj_scales", safetensors.U8, 2, 8, 2),
+				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj", safetensors.BF16, 2, 8, 64),
+				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
+			map[string]any{"quant_method": "mxfp4"}, "quantization_config mxfp4", 2, 0, 2},
+	}
+	for _, tt := range tests {
+		pub := filepath.Join(t.TempDir(), "published")
+		cfg := map[string]any{"model_type": "deepseek_v3", "quantization_config": tt.qc}
+		if err := fixture.WriteSharded(pub, tt.pub, 1, cfg); err != nil {
+			t.Fatal(err)
+		}
+		d := diffPaths(t, pub, export(t, tt.exp, nil), DiffOptions{WeightsOnly: true})
+		if got := codeList(d.Findings); !slices.Equal(got, []string{"quantized_unsupported"}) {
+			t.Fatalf("%s: findings %v", tt.name, d.Findings)
+		}
+		f := d.Findings[0]
+		if f.Severity != Warning || !strings.Contains(f.Message, "the published side ("+tt.method+") quantized") ||
+			!strings.Contains(f.Message, fmt.Sprintf("%s and the", fmt.Sprintf("%d scale or block tensors", tt.companion))) {
+			t.Errorf("%s: %+v", tt.name, f)
+		}
+		rep, err := d.CompareValues(context.Background(), ValueOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Skipped != tt.skipped || len(rep.Findings) != 0 || rep.Compared != tt.compared {
+			t.Errorf("%s: values %+v", tt.name, rep)
+		}
+	}
+}
+
+// TestNotQuantized: a model's own tensor that happens to be named like a
+// quantization companion is no evidence: without a quantization_config or
+// low-bit tensors, a missing one is a missing key.
+func TestNotQuantized(t *testing.T) {
+	norm := fixture.Tensor{Name: "model.norm.weight", DType: safetensors.BF16, Shape: []uint64{4}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, []fixture.Tensor{norm, raw("model.layers.0.mixer.scales", safetensors.F32, 4)}, 1, map[string]any{"model_type": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	d := diffPaths(t, pub, export(t, []fixture.Tensor{norm}, nil), DiffOptions{WeightsOnly: true})
+	if got := notable(d.Findings); !slices.Equal(got, []string{"error missing_key model.layers.0.mixer.scales"}) {
+		t.Errorf("%v", got)
+	}
+}
+
+// TestNeedsAdapter: the export's names are checked against what
+// transformers loads: silent with hf, a warning naming each adapter and
+// how many tensors it mapped otherwise.
+func TestNeedsAdapter(t *testing.T) {
+	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
+	renamed := slices.Clone(bf16)
+	for i := range renamed {
+		renamed[i].Name = "_orig_mod." + renamed[i].Name
+	}
+	d := diffPaths(t, published(t), export(t, renamed, nil), DiffOptions{WeightsOnly: true})
+	if len(d.Findings) != 1 || d.Findings[0].Code != CodeNeedsAdapter ||
+		!strings.Contains(d.Findings[0].Message, fmt.Sprintf("through adapter compile (compile mapped %d of the %d matching tensors)", len(bf16), len(bf16))) {
+		t.Errorf("%v", d.Findings)
+	}
+	if d := diffPaths(t, published(t), export(t, bf16, nil), DiffOptions{WeightsOnly: true}); len(d.Findings) != 0 {
+		t.Errorf("hf: %v", d.Findings)
+	}
+}
+
+// TestTieDefaultByModelType: a config without tie_word_embeddings means
+// the model class's default: Qwen3's is false, so an export without the
+// head misses it; Gemma's is true, so it is tied.
+func TestTieDefaultByModelType(t *testing.T) {
+	q := fixture.Tiny
+	q.Tied = false
+	for _, tt := range []struct {
+		modelType string
+		want      string
+	}{{"qwen3", "error missing_key lm_head.weight"}, {"gemma", "info tied_weight lm_head.weight"}} {
+		cfg := q.Config("bfloat16")
+		delete(cfg, "tie_word_embeddings")
+		cfg["model_type"] = tt.modelType
+		pub := filepath.Join(t.TempDir(), "published")
+		if err := fixture.WriteSharded(pub, q.Tensors(safetensors.BF16), 2, cfg); err != nil {
+			t.Fatal(err)
+		}
+		exp := slices.DeleteFunc(q.Tensors(safetensors.BF16), func(x fixture.Tensor) bool { return x.Name == LMHead })
+		d := diffPaths(t, pub, export(t, exp, nil), DiffOptions{WeightsOnly: true})
+		if got := notable(d.Findings); !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("%s: %v", tt.modelType, got)
+		}
+		if !strings.Contains(d.Tie.Source, "src/transformers/models/"+tt.modelType+"/configuration_"+tt.modelType+".py") {
+			t.Errorf("%s: tie source %q", tt.modelType, d.Tie.Source)
+		}
+	}
+}
