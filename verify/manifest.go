@@ -28,9 +28,12 @@ const ManifestSchema = "ckptcheck.manifest/v1"
 type Manifest struct {
 	Schema string `json:"schema"`
 	// Tool is the program and version that wrote it.
-	Tool    string           `json:"tool"`
-	Files   []ManifestFile   `json:"files"`
-	Tensors []ManifestTensor `json:"tensors"`
+	Tool string `json:"tool"`
+	// Partition, in a partial manifest (manifest --partition), says which
+	// share of the files it holds; merge joins the parts.
+	Partition *ManifestPart    `json:"partition,omitempty"`
+	Files     []ManifestFile   `json:"files"`
+	Tensors   []ManifestTensor `json:"tensors"`
 }
 
 // A ManifestFile is one file of a checkpoint.

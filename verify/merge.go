@@ -107,8 +107,10 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 		switch {
 		case p == nil:
 			return nil, fmt.Errorf("%s: not a partition report (it was not made with --partition)", in.Name)
-		case r.Command != "diff" || r.Values == nil:
-			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition reports", in.Name, r.Command)
+		case r.Command != first.Report.Command:
+			return nil, fmt.Errorf("%s is a %s report but %s is a %s report: the reports are of different runs", in.Name, r.Command, first.Name, first.Report.Command)
+		case r.Command == "diff" && r.Values == nil, r.Command != "diff" && r.Command != "validate":
+			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition and validate --hashes --partition reports", in.Name, r.Command)
 		case p.Count < 1 || p.Count > maxPartitions || p.Index < 0 || p.Index >= p.Count:
 			return nil, fmt.Errorf("%s: partition %d/%d is not a partition", in.Name, p.Index, p.Count)
 		case p.Count != first.Report.Partition.Count:
@@ -120,8 +122,10 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 		case p.Items != first.Report.Partition.Items:
 			return nil, fmt.Errorf("%s: %d work items, but %s has %d: the reports disagree", in.Name, p.Items, first.Name, first.Report.Partition.Items)
 		}
-		if err := checkCovered(in); err != nil {
-			return nil, err
+		if r.Command == "diff" {
+			if err := checkCovered(in); err != nil {
+				return nil, err
+			}
 		}
 	}
 	n := first.Report.Partition.Count
@@ -149,6 +153,9 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 			msg += ", nor the structural findings, which partition 0 carries"
 		}
 		problems = append(problems, Finding{Code: CodePartitionMissing, Severity: Error, Message: msg, Expected: n, Got: n - len(missing)})
+	}
+	if first.Report.Command == "validate" {
+		return mergeFindings(byIndex, problems, info, failOn), nil
 	}
 	var ignores []Ignore
 	for _, spec := range first.Report.Partition.Ignore {
@@ -185,6 +192,32 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 	rep.Summary.Ignored = ignored
 	rep.Values, rep.Merged = values, info
 	return rep, nil
+}
+
+// mergeFindings merges the reports of validate --hashes --partition: the
+// validation findings of partition 0, then every partition's hash
+// findings in file order, as a single run lists them.
+func mergeFindings(byIndex []*Report, problems []Finding, info *MergeInfo, failOn Severity) *Report {
+	findings := problems
+	var hashes []Finding
+	var inputs []Input
+	for i, r := range byIndex {
+		if r == nil {
+			continue
+		}
+		if inputs == nil {
+			inputs = r.Inputs
+		}
+		s := min(r.Partition.Structural, len(r.Findings))
+		if i == 0 {
+			findings = append(findings, r.Findings[:s]...)
+		}
+		hashes = append(hashes, r.Findings[s:]...)
+	}
+	slices.SortStableFunc(hashes, func(a, b Finding) int { return cmp.Compare(a.File, b.File) })
+	rep := NewReport("validate", failOn, inputs, append(findings, hashes...))
+	rep.Merged = info
+	return rep
 }
 
 // checkCovered checks that a report's covered work and its statistics

@@ -20,14 +20,19 @@ func manifestCommand() *cli.Command {
 		ArgsUsage: "PATH",
 		Description: "Reads every file once. A checkpoint with validation errors gets no manifest: its errors are " +
 			"printed on stderr and the exit status is 1. Check a checkpoint against it with validate --manifest.",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
-		},
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
+			filePartitionFlag,
+		}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, 1, "PATH"); err != nil {
 				return err
 			}
-			c, err := open(ctx, cmd.Args().First(), checkpoint.Options{})
+			part, err := partitionOf(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
 			if err != nil {
 				return err
 			}
@@ -45,7 +50,7 @@ func manifestCommand() *cli.Command {
 				fmt.Fprintf(cmd.Root().ErrWriter, "no manifest written: %s has errors\n", c.Path)
 				return errFindings
 			}
-			m, err := buildManifest(ctx, cmd, c)
+			m, err := buildManifestPart(ctx, cmd, c, part)
 			if err != nil {
 				return err
 			}
@@ -57,11 +62,22 @@ func manifestCommand() *cli.Command {
 	}
 }
 
-// buildManifest hashes every file of c, with a progress bar on a terminal.
+// buildManifest hashes every file of c, with a progress line on a terminal.
 func buildManifest(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) (*verify.Manifest, error) {
-	files, err := verify.ManifestWork(ctx, c)
+	return buildManifestPart(ctx, cmd, c, verify.Partition{})
+}
+
+// buildManifestPart hashes the files of partition part of c (all of them
+// when part is the zero Partition); a partial manifest says which.
+func buildManifestPart(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part verify.Partition) (*verify.Manifest, error) {
+	all, err := verify.ManifestWork(ctx, c)
 	if err != nil {
 		return nil, err
+	}
+	files := all
+	var covered []verify.Covered
+	if part.Count > 0 {
+		files, covered = verify.SelectFiles(all, part)
 	}
 	var total int64
 	for _, f := range files {
@@ -75,7 +91,15 @@ func buildManifest(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoi
 	}
 	m, err := verify.BuildManifest(ctx, c, files, opt)
 	bar.finish()
-	return m, err
+	if err != nil || part.Count == 0 {
+		return m, err
+	}
+	settings, err := judgementSettings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	m.Partition = &verify.ManifestPart{Partition: part, Fingerprint: verify.FilesFingerprint(c, all, settings), Items: len(all), Files: covered}
+	return m, nil
 }
 
 // readManifest reads a manifest file for validate --manifest.
@@ -92,14 +116,20 @@ func readManifest(path string) (*verify.Manifest, error) {
 	return m, nil
 }
 
-// checkHashes runs validate --hashes on one checkpoint.
-func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) ([]verify.Finding, error) {
-	files, err := verify.HashWork(ctx, c)
+// checkHashes runs validate --hashes on one checkpoint, or on the files
+// of partition part of it; it returns the files' places among them all.
+func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part verify.Partition) ([]verify.Finding, []checkpoint.FileInfo, []verify.Covered, error) {
+	all, err := verify.HashWork(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: --hashes: no file here is named by its hash; it checks hub-cache snapshots (a repo id org/name, or a models--org--name/snapshots/COMMIT folder)", c.Path)
+	files := all
+	var covered []verify.Covered
+	if part.Count > 0 {
+		files, covered = verify.SelectFiles(all, part)
+	}
+	if len(all) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: --hashes: no file here is named by its hash; it checks hub-cache snapshots (a repo id org/name, or a models--org--name/snapshots/COMMIT folder)", c.Path)
 	}
 	var total int64
 	for _, f := range files {
@@ -113,5 +143,5 @@ func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint
 	}
 	fs, err := verify.CheckHashes(ctx, c, files, opt)
 	bar.finish()
-	return fs, err
+	return fs, all, covered, err
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,12 +17,13 @@ import (
 func mergeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "merge",
-		Usage:     "merge the JSON reports of diff --values --partition runs into one report",
+		Usage:     "merge the JSON reports (or partial manifests) of --partition runs into one",
 		ArgsUsage: "REPORT.json...",
-		Description: "Reads the reports of the n partitions of one run (diff --values --partition i/n --format json) and " +
-			"prints the report the run would have made whole, with one exit status. Reports of another run (another " +
-			"fingerprint: other inputs, flags or ckptcheck version) are refused; a partition missing or given twice is " +
-			"an error finding.",
+		Description: "Reads the reports of the n partitions of one run (diff --values --partition i/n --format json, or " +
+			"validate --hashes --partition i/n --format json) and prints the report the run would have made whole, with " +
+			"one exit status. Reports of another run (another fingerprint: other inputs, flags or ckptcheck version) are " +
+			"refused; a partition missing or given twice is an error finding. Partial manifests (manifest --partition i/n) " +
+			"merge into the whole manifest, printed as JSON; a missing part is an error there, since a manifest needs every file.",
 		Flags:  []cli.Flag{formatFlag, failOnFlag, verboseFlag, htmlFlag},
 		Action: runMerge,
 	}
@@ -34,7 +35,7 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 	}
 	// Decoding the reports is most of a merge: one per core at a time.
 	paths := cmd.Args().Slice()
-	parts := make([]verify.MergeInput, len(paths))
+	parts := make([]mergePart, len(paths))
 	errs := make([]error, len(paths))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -43,8 +44,7 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if errs[i] = ctx.Err(); errs[i] == nil {
-				parts[i].Name = path
-				parts[i].Report, errs[i] = readReport(path)
+				parts[i], errs[i] = readMergePart(path)
 			}
 		})
 	}
@@ -54,7 +54,28 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 			return err // the first in the order given
 		}
 	}
-	rep, err := verify.Merge(parts, failOn(cmd))
+	if parts[0].Manifest != nil {
+		var ms []verify.ManifestInput
+		for _, p := range parts {
+			if p.Manifest == nil {
+				return fmt.Errorf("%s is a report but %s is a manifest: merge one kind at a time", p.Name, parts[0].Name)
+			}
+			ms = append(ms, verify.ManifestInput{Name: p.Name, Manifest: p.Manifest})
+		}
+		m, err := verify.MergeManifestParts(ms)
+		if err != nil {
+			return err
+		}
+		return m.WriteJSON(cmd.Root().Writer)
+	}
+	reports := make([]verify.MergeInput, len(parts))
+	for i, p := range parts {
+		if p.Report == nil {
+			return fmt.Errorf("%s is a manifest but %s is a report: merge one kind at a time", p.Name, parts[0].Name)
+		}
+		reports[i] = verify.MergeInput{Name: p.Name, Report: p.Report}
+	}
+	rep, err := verify.Merge(reports, failOn(cmd))
 	if err != nil {
 		return err
 	}
@@ -64,15 +85,32 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 	return emit(cmd, rep, report.Options{})
 }
 
-func readReport(path string) (*verify.Report, error) {
-	f, err := os.Open(path)
+// A mergePart is a report or a partial manifest, read from Name.
+type mergePart struct {
+	Name     string
+	Report   *verify.Report
+	Manifest *verify.Manifest
+}
+
+// readMergePart reads a report, or a manifest when the file's schema says
+// it is one.
+func readMergePart(path string) (mergePart, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err // *fs.PathError names the path
+		return mergePart{}, err
 	}
-	defer f.Close()
-	r, err := verify.ReadReport(bufio.NewReaderSize(f, 1<<20))
+	// Both kinds write their schema first: a look at the start decides,
+	// without decoding the file twice.
+	if bytes.Contains(b[:min(len(b), 256)], []byte(`"schema": "`+verify.ManifestSchema+`"`)) {
+		m, err := verify.ReadManifest(bytes.NewReader(b))
+		if err != nil {
+			return mergePart{}, fmt.Errorf("%s: %v", path, err)
+		}
+		return mergePart{Name: path, Manifest: m}, nil
+	}
+	r, err := verify.ReadReport(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return mergePart{}, fmt.Errorf("%s: %v", path, err)
 	}
-	return r, nil
+	return mergePart{Name: path, Report: r}, nil
 }

@@ -19,6 +19,13 @@ var partitionFlag = &cli.StringFlag{
 		"(SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, CI_NODE_INDEX); writes a JSON report for ckptcheck merge",
 }
 
+// filePartitionFlag is --partition for the commands that hash whole files.
+var filePartitionFlag = &cli.StringFlag{
+	Name: "partition",
+	Usage: "hash only part `I/N` of the files (0-based), or auto/N with I from the job array " +
+		"(SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, CI_NODE_INDEX); ckptcheck merge joins the parts",
+}
+
 // presentationFlags change how a report is shown or when the run fails,
 // never what it finds: they are left out of the fingerprint. Every other
 // flag, including flags added later, is in it.
@@ -33,11 +40,17 @@ func partitionOf(cmd *cli.Command) (verify.Partition, error) {
 		return verify.Partition{}, nil
 	}
 	switch {
-	case !cmd.Bool("values"):
+	case cmd.Name == "diff" && !cmd.Bool("values"):
 		return verify.Partition{}, usageError("--partition needs --values: it splits the value comparison")
-	case cmd.String("explain") != "":
+	case cmd.Name == "validate" && !cmd.Bool("hashes"):
+		return verify.Partition{}, usageError("--partition needs --hashes: it splits the hashing")
+	case cmd.Name == "validate" && cmd.String("manifest") != "":
+		return verify.Partition{}, usageError("--partition and --manifest do not go together: partition the manifest command instead")
+	case cmd.Name == "validate" && cmd.NArg() != 1:
+		return verify.Partition{}, usageError("--partition splits one checkpoint: give one PATH")
+	case cmd.Name == "diff" && cmd.String("explain") != "":
 		return verify.Partition{}, usageError("--partition and --explain do not go together")
-	case cmd.String("format") != "json":
+	case cmd.Name != "manifest" && cmd.String("format") != "json":
 		return verify.Partition{}, usageError("--partition makes a report for ckptcheck merge, which reads JSON: add --format json")
 	}
 	p, err := verify.ParsePartition(spec, os.Getenv)

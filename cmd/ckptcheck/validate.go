@@ -22,6 +22,7 @@ func validateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "hashes", Usage: "check every file of a hub-cache snapshot against its blob's name (SHA-256, or git blob SHA-1); reads all the data"},
 			&cli.StringFlag{Name: "manifest", Usage: "check the checkpoint against a manifest `FILE` written by ckptcheck manifest; reads all the data", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
+			filePartitionFlag,
 		}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
@@ -29,6 +30,13 @@ func validateCommand() *cli.Command {
 			}
 			if _, err := ignores(cmd); err != nil {
 				return err
+			}
+			part, err := partitionOf(cmd)
+			if err != nil {
+				return err
+			}
+			if part.Count > 0 {
+				return validateHashesPart(ctx, cmd, part)
 			}
 			var manifest *verify.Manifest
 			if file := cmd.String("manifest"); file != "" {
@@ -83,7 +91,7 @@ func validateCommand() *cli.Command {
 // checkData runs the checks that read every byte: --hashes and --manifest.
 func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, manifest *verify.Manifest, findings *[]verify.Finding) error {
 	if cmd.Bool("hashes") {
-		fs, err := checkHashes(ctx, cmd, c)
+		fs, _, _, err := checkHashes(ctx, cmd, c, verify.Partition{})
 		if err != nil {
 			return err
 		}
@@ -97,4 +105,43 @@ func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, 
 		*findings = append(*findings, verify.CompareManifest(manifest, got, c.Source.Path)...)
 	}
 	return nil
+}
+
+// validateHashesPart is validate --hashes --partition I/N: the validation
+// findings (in partition 0's report only) and the hashes of this
+// partition's share of the files, in a report for merge.
+func validateHashesPart(ctx context.Context, cmd *cli.Command, part verify.Partition) error {
+	c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	structural, err := verify.Validate(ctx, c)
+	if err != nil {
+		return err
+	}
+	hashes, all, covered, err := checkHashes(ctx, cmd, c, part)
+	if err != nil {
+		return err
+	}
+	if err := c.Unchanged(); err != nil {
+		return err
+	}
+	settings, err := judgementSettings(cmd)
+	if err != nil {
+		return err
+	}
+	igs, err := ignores(cmd)
+	if err != nil {
+		return err
+	}
+	structural, ignoredS := verify.ApplyIgnores(structural, igs)
+	hashes, ignoredH := verify.ApplyIgnores(hashes, igs)
+	rep := verify.NewHashesReport(failOn(cmd), []verify.Input{verify.DescribeInput(c, "")}, structural, hashes, part,
+		covered, len(all), verify.FilesFingerprint(c, all, settings))
+	rep.Summary.Ignored = ignoredH
+	if part.Index == 0 {
+		rep.Summary.Ignored += ignoredS
+	}
+	return emit(cmd, rep, report.Options{})
 }
