@@ -87,6 +87,16 @@ func (v *View) Tensor(name string) (Tensor, bool) {
 	return v.Tensors[i], true
 }
 
+// Index returns the place in Tensors of the logical tensor with the given
+// HF name, or -1.
+func (v *View) Index(name string) int {
+	i, ok := v.byName[name]
+	if !ok {
+		return -1
+	}
+	return i
+}
+
 // An Adapter maps one naming scheme onto Hugging Face names. Presets are
 // files in the adapter language (see Parse), embedded in the binary.
 type Adapter struct {

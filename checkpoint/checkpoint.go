@@ -195,34 +195,82 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		}
 		return c.openShards(ctx, names, isDir)
 	}
-	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
-	if err != nil && !tooLarge(err) {
-		return pathError(c.Source.Path(indexName), err)
+	// The folder's shards are opened while the index parses: on large MoE
+	// checkpoints the two take about as long, and the index nearly always
+	// names the folder's files.
+	_, inDir, listErr := c.listShards(ctx, c.Variant)
+	if listErr != nil && !errors.Is(listErr, ErrNotListable) {
+		return listErr
 	}
-	c.Index = ParseIndex(b)
-	if err != nil {
-		c.Index = &Index{Err: err}
+	early := &Checkpoint{Source: c.Source}
+	earlyDone := make(chan error, 1)
+	go func() { earlyDone <- early.openShards(ctx, inDir, true) }()
+	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
+	if err == nil || tooLarge(err) {
+		c.Index = ParseIndex(b)
+		if err != nil {
+			c.Index = &Index{Err: err}
+		}
+	}
+	earlyErr := <-earlyDone
+	if err != nil && !tooLarge(err) {
+		early.Close()
+		return pathError(c.Source.Path(indexName), err)
 	}
 	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
 	if c.Index.Err != nil {
 		// Fall back to the folder's files of this variant.
-		_, names, lerr := c.listShards(ctx, c.Variant)
-		if lerr != nil && !errors.Is(lerr, ErrNotListable) {
-			return lerr
+		if earlyErr != nil {
+			return earlyErr
 		}
-		return c.openShards(ctx, names, true)
+		c.Shards, c.files = early.Shards, early.files
+		return nil
 	}
 	named := c.Index.ShardNames()
-	if _, inDir, err := c.listShards(ctx, c.Variant); err == nil {
-		for _, n := range inDir {
-			if _, ok := slices.BinarySearch(named, n); !ok {
-				c.Unreferenced = append(c.Unreferenced, n)
-			}
+	for _, n := range inDir {
+		if _, ok := slices.BinarySearch(named, n); !ok {
+			c.Unreferenced = append(c.Unreferenced, n)
 		}
-	} else if !errors.Is(err, ErrNotListable) {
+	}
+	if earlyErr != nil {
+		// A file the index may not even name could not be opened: open
+		// what the index names, as if nothing had been opened early.
+		early.Close()
+		return c.openShards(ctx, named, false)
+	}
+	opened := make(map[string]int, len(early.Shards))
+	for i, s := range early.Shards {
+		opened[s.Name] = i
+	}
+	var rest []string
+	for _, n := range named {
+		if _, ok := opened[n]; !ok {
+			rest = append(rest, n)
+		}
+	}
+	late := &Checkpoint{Source: c.Source, Index: c.Index}
+	if err := late.openShards(ctx, rest, false); err != nil {
+		early.Close()
 		return err
 	}
-	return c.openShards(ctx, named, false)
+	c.Shards, c.files = make([]*Shard, len(named)), make([]File, len(named))
+	k := 0
+	for i, n := range named {
+		if j, ok := opened[n]; ok {
+			c.Shards[i], c.files[i] = early.Shards[j], early.files[j]
+			early.files[j] = nil
+			// Found through the index after all: a missing file is one
+			// the index names.
+			if c.Shards[i].Missing != "" {
+				c.Shards[i].Missing = c.missingReason(n, false)
+			}
+			continue
+		}
+		c.Shards[i], c.files[i] = late.Shards[k], late.files[k]
+		k++
+	}
+	early.Close() // the unreferenced files, not opened for checking
+	return nil
 }
 
 // variantName matches transformers' variant file names: model.fp16.safetensors,

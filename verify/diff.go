@@ -156,7 +156,11 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 			candidates[i] = []adapter.Chain{so.Extra}
 		}
 	}
-	d.Published.View, d.Exported.View = adapter.Choose(side(0, candidates[0]), side(1, candidates[1]), env)
+	// One chain a side: Choose has nothing to choose, and the two views
+	// are built at once.
+	wg.Go(func() { d.Published.View = candidates[0][0].ApplyLimit(physical[0], env, limit) })
+	d.Exported.View = candidates[1][0].ApplyLimit(physical[1], env, limit)
+	wg.Wait()
 	if (!sideOpts[0].Fixed || !sideOpts[1].Fixed) && !allMatched(d.Exported.View, d.Published.View) {
 		for i, so := range sideOpts {
 			if !so.Fixed {
@@ -179,7 +183,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
 	d.Findings = append(d.Findings, structural...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
-	d.Findings = d.recognise(d.Findings)
+	d.Findings = d.recognise(d.Findings, common == len(d.Exported.View.Tensors))
 	d.Findings = append(d.Findings, files...)
 	return d, nil
 }
@@ -394,11 +398,28 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 	// Keys a side cannot show because its shards failed are not judged
 	// missing or unexpected: they are listed once as not compared.
 	var notCompared [2][]string
-	matched := 0
-	for _, t := range pub.Tensors {
-		e, ok := exp.Tensor(t.Name)
-		if ok {
+	// One lookup a published key, remembered: an F32 export has a dtype
+	// finding for every tensor, and findings are large, so they are counted
+	// first and made in a slice of the right size.
+	counterpart := make([]int32, len(pub.Tensors))
+	matched, differ := 0, 0
+	for i, t := range pub.Tensors {
+		j := exp.Index(t.Name)
+		counterpart[i] = int32(j)
+		if j >= 0 {
 			matched++
+			if exp.Tensors[j].DType != t.DType {
+				differ++
+			}
+		}
+	}
+	out = slices.Grow(out, differ+16)
+	for i, t := range pub.Tensors {
+		j := counterpart[i]
+		ok := j >= 0
+		var e adapter.Tensor
+		if ok {
+			e = exp.Tensors[j]
 		}
 		if !ok && isBuffer(t.Name) {
 			continue

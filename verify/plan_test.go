@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/checkpoint"
@@ -83,9 +84,20 @@ func TestScheduleFillsAndCoalesces(t *testing.T) {
 	}
 }
 
+// slowReader takes a millisecond over every read but one that fails at
+// once, so that the failure comes first however goroutines are scheduled.
+type slowReader struct{ *bytes.Reader }
+
+func (r slowReader) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) <= 4 {
+		time.Sleep(time.Millisecond)
+	}
+	return r.Reader.ReadAt(p, off)
+}
+
 func TestScheduleStopsOnError(t *testing.T) {
-	src := bytes.NewReader(make([]byte, 8))
-	jobs := make([]*job, 100)
+	src := slowReader{bytes.NewReader(make([]byte, 8))}
+	jobs := make([]*job, 1000)
 	for i := range jobs {
 		jobs[i] = &job{block: i, fills: [2]fill{{spans: []span{{0, 0, 4}}, size: 4}, {spans: []span{{0, 4, 4}}, size: 4}}}
 	}
@@ -103,8 +115,10 @@ func TestScheduleStopsOnError(t *testing.T) {
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("err = %v, want an unexpected EOF", err)
 	}
-	if consumed.Load() > 20 {
-		t.Errorf("%d jobs consumed after the error", consumed.Load())
+	// Jobs read before the failure was seen may still be consumed; the
+	// rest of the thousand are never read.
+	if consumed.Load() > 100 {
+		t.Errorf("%d of %d jobs consumed: the scheduler went on after the error", consumed.Load(), len(jobs))
 	}
 }
 

@@ -18,9 +18,11 @@ import (
 // export matched only through an adapter that is not the identity: the
 // export's names are then not Hugging Face's, and transformers will not
 // load it as it is. It returns the findings left, and what it adds.
-func (d *Comparison) recognise(findings []Finding) []Finding {
+// matched says every exported key is a published one: neither side is then
+// a PEFT adapter, unless its adapter_config.json says so.
+func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 	for _, m := range []*Mapped{d.Published, d.Exported} {
-		if f, ok := peftAdapter(m); ok {
+		if f, ok := peftAdapter(m, matched); ok {
 			return append(dropCodes(findings, nil, CodeMissingKey, CodeUnexpectedKey, CodeLowKeyOverlap, CodeNotCompared,
 				CodeShapeMismatch, CodeDTypeMismatch, CodeTiedWeight), f)
 		}
@@ -55,7 +57,10 @@ func dropCodes(fs []Finding, keys map[string]string, codes ...Code) []Finding {
 // adapter_config.json beside the files, or tensors named as PEFT saves
 // them, base_model.model.<module>.lora_A.weight [r, in] and lora_B.weight
 // [out, r] (src/peft/utils/save_and_load.py, tuners/lora/layer.py).
-func peftAdapter(m *Mapped) (Finding, bool) {
+func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
+	if matched && m.Checkpoint.PEFT == nil {
+		return Finding{}, false // an adapter's names are never a model's
+	}
 	lora := 0
 	for _, s := range m.Sources {
 		n := s.Tensor.Name

@@ -170,8 +170,7 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	// header matched as many tensors as the index names there; only the
 	// other shards need a lookup per entry.
 	perShard := make(map[string]int, len(c.Shards))
-	for key := range idx.WeightMap {
-		f, _ := idx.ShardOf(key)
+	for _, f := range idx.WeightMap {
 		perShard[f]++
 	}
 	short := make(map[string]bool)
@@ -186,8 +185,8 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	}
 	var notInShard []string
 	if len(short) > 0 {
-		for key := range idx.WeightMap {
-			if f, _ := idx.ShardOf(key); short[f] && byName[f].Header().Tensor(key) == nil {
+		for key, f := range idx.WeightMap {
+			if short[f] && byName[f].Header().Tensor(key) == nil {
 				notInShard = append(notInShard, key)
 			}
 		}
