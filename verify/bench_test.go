@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if moeDir != "" {
 		os.RemoveAll(moeDir)
 	}
+	if finetuneDir != "" {
+		os.RemoveAll(finetuneDir)
+	}
 	os.Exit(code)
 }
 
