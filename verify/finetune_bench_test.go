@@ -108,6 +108,7 @@ func BenchmarkValuesFineTune(b *testing.B) {
 			b.Run(p.name+"/"+k.name, func(b *testing.B) {
 				defer k.use()()
 				b.SetBytes(p.bytes)
+				cpu0 := cpuTime(syscall.RUSAGE_SELF)
 				for b.Loop() {
 					rep, err := d.CompareValues(context.Background(), opt)
 					if err != nil {
@@ -117,6 +118,7 @@ func BenchmarkValuesFineTune(b *testing.B) {
 						b.Fatal("nothing compared")
 					}
 				}
+				b.ReportMetric(float64(cpuTime(syscall.RUSAGE_SELF)-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 			})
 		}
 		b.Run(p.name+"/cat", func(b *testing.B) {
@@ -126,6 +128,7 @@ func BenchmarkValuesFineTune(b *testing.B) {
 			}
 			defer devNull.Close()
 			b.SetBytes(p.bytes)
+			cpu0 := cpuTime(syscall.RUSAGE_CHILDREN)
 			for b.Loop() {
 				cmd := exec.Command("cat", p.pub, p.exp)
 				cmd.Stdout = devNull
@@ -133,6 +136,7 @@ func BenchmarkValuesFineTune(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuTime(syscall.RUSAGE_CHILDREN)-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 		})
 	}
 }
@@ -184,9 +188,13 @@ func BenchmarkKernel(b *testing.B) {
 }
 
 // threadCPU is the calling thread's CPU time in ns.
-func threadCPU() int64 {
+func threadCPU() int64 { return cpuTime(1 /* RUSAGE_THREAD */) }
+
+// cpuTime is the user and system CPU time in ns of this thread, process or
+// its waited-for children.
+func cpuTime(who int) int64 {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()

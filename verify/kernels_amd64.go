@@ -1,7 +1,10 @@
+//go:build !purego
+
 package verify
 
 // The AVX2 loops (kernels_amd64.s) run where the CPU has AVX2 and the
 // operating system saves the 256-bit registers; the F16 ones also need F16C.
+// Building with -tags purego leaves them out.
 var cpuAVX2, cpuF16C = cpuFeatures()
 
 func cpuFeatures() (avx2, f16c bool) {

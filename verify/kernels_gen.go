@@ -45,7 +45,9 @@ func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(math.Float32frombits(uint32(e[i])<<16))
 			d := ev - pv
@@ -58,12 +60,10 @@ func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -71,12 +71,15 @@ func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 func fusedBF16F16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), f16ToFloat64(e[i])
+			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(f16[e[i]])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -87,12 +90,10 @@ func fusedBF16F16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -103,7 +104,9 @@ func fusedBF16F32(pb, eb *byte, n int, st *laneState) {
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(math.Float32frombits(e[i]))
 			d := ev - pv
@@ -116,12 +119,10 @@ func fusedBF16F32(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -129,12 +130,15 @@ func fusedBF16F32(pb, eb *byte, n int, st *laneState) {
 func fusedF16BF16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := f16ToFloat64(p[i]), float64(math.Float32frombits(uint32(e[i])<<16))
+			pv, ev := float64(f16[p[i]]), float64(math.Float32frombits(uint32(e[i])<<16))
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -145,12 +149,10 @@ func fusedF16BF16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -158,12 +160,15 @@ func fusedF16BF16(pb, eb *byte, n int, st *laneState) {
 func fusedF16F16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := f16ToFloat64(p[i]), f16ToFloat64(e[i])
+			pv, ev := float64(f16[p[i]]), float64(f16[e[i]])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -174,12 +179,10 @@ func fusedF16F16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -187,12 +190,15 @@ func fusedF16F16(pb, eb *byte, n int, st *laneState) {
 func fusedF16F32(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint32)(unsafe.Pointer(eb)), n)[:len(p)]
+	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := f16ToFloat64(p[i]), float64(math.Float32frombits(e[i]))
+			pv, ev := float64(f16[p[i]]), float64(math.Float32frombits(e[i]))
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -203,12 +209,10 @@ func fusedF16F32(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -219,7 +223,9 @@ func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			pv, ev := float64(math.Float32frombits(p[i])), float64(math.Float32frombits(uint32(e[i])<<16))
 			d := ev - pv
@@ -232,12 +238,10 @@ func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -245,12 +249,15 @@ func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
 func fusedF32F16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint32)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(p[i])), f16ToFloat64(e[i])
+			pv, ev := float64(math.Float32frombits(p[i])), float64(f16[e[i]])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -261,12 +268,10 @@ func fusedF32F16(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -277,7 +282,9 @@ func fusedF32F32(pb, eb *byte, n int, st *laneState) {
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			pv, ev := float64(math.Float32frombits(p[i])), float64(math.Float32frombits(e[i]))
 			d := ev - pv
@@ -290,12 +297,10 @@ func fusedF32F32(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }
 
@@ -306,7 +311,9 @@ func fusedValues(pb, eb *byte, n int, st *laneState) {
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			pv, ev := p[i], e[i]
 			d := ev - pv
@@ -319,11 +326,9 @@ func fusedValues(pb, eb *byte, n int, st *laneState) {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -304,20 +305,16 @@ func intMismatches(pd, ed safetensors.DType, p, e []byte, n uint64) uint64 {
 	return out
 }
 
-// f16ToFloat64 decodes F16 bits exactly, without a table: the exponent is
-// rebiased in place (15 to 1023), all ones stays all ones (Inf, NaN), and a
-// subnormal m·2^-24 is made as (1 + m/1024)·2^-14 less 2^-14.
-func f16ToFloat64(h uint16) float64 {
-	bits := uint64(h&0x7fff)<<42 + 1008<<52
-	switch h & 0x7c00 {
-	case 0x7c00:
-		bits += 1008 << 52
-	case 0:
-		v := math.Float64frombits(bits+1<<52) - 0x1p-14
-		return math.Float64frombits(math.Float64bits(v) | uint64(h&0x8000)<<48)
+// f16Values is every F16 value by its bits, for the portable loops: a
+// lookup is faster than decoding the bits (safetensors' decoder is the
+// source of truth). Made on first use.
+var f16Values = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = safetensors.F16ToFloat32(uint16(h))
 	}
-	return math.Float64frombits(bits | uint64(h&0x8000)<<48)
-}
+	return t
+})
 
 // nonFinitePair handles a pair where a side is NaN or infinite: equal when
 // both are NaN or both the same infinity, else a mismatch.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -269,16 +272,6 @@ func TestLargestDifferenceFirst(t *testing.T) {
 	}
 }
 
-func TestF16ToFloat64(t *testing.T) {
-	for h := range 1 << 16 {
-		want := float64(safetensors.F16ToFloat32(uint16(h)))
-		got := f16ToFloat64(uint16(h))
-		if math.IsNaN(want) != math.IsNaN(got) || (!math.IsNaN(want) && math.Float64bits(want) != math.Float64bits(got)) {
-			t.Fatalf("%#04x: got %v, want %v", h, got, want)
-		}
-	}
-}
-
 func TestDiffers(t *testing.T) {
 	for _, size := range []int{1, 2, 4, 8} {
 		for n := 1; n < 20; n++ {
@@ -323,5 +316,54 @@ func TestGeneratedKernelsUpToDate(t *testing.T) {
 	out, err := exec.Command(goBin, "run", "./internal/kernelgen", "-check").CombinedOutput()
 	if err != nil {
 		t.Errorf("%v\n%s", err, out)
+	}
+}
+
+// TestKernelsServeTransposedTiles: an export that stores a matrix
+// transposed is read as tiles, transposed in memory and measured by the
+// same loops; with blocks of whole rows that end where plain blocks do, the
+// statistics are bitwise those of the same export stored untransposed.
+func TestKernelsServeTransposedTiles(t *testing.T) {
+	const rows, cols = 40, 16
+	defer func(b uint64) { blockElems = b }(blockElems)
+	blockElems = 4 * cols
+	p, e := kernelCase(safetensors.BF16, safetensors.F32, rows*cols, 5, true)
+	eT := make([]byte, len(e))
+	transpose(eT, e, &tile{rows: rows, cols: cols, elem: 4})
+	source := func(dtype safetensors.DType, shape []uint64, data []byte) []Source {
+		var buf bytes.Buffer
+		w := safetensors.NewWriter(&buf)
+		if err := w.Add("x", dtype, shape, data); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []Source{{Tensor: f.Tensors[0], Shard: &checkpoint.Shard{Name: "m", File: f}}}
+	}
+	logical := func(dtype safetensors.DType, size int) adapter.Tensor {
+		return adapter.Tensor{Name: "x", DType: dtype, Shape: []uint64{rows, cols}, Segments: []adapter.Segment{{Length: uint64(size)}}}
+	}
+	ps := source(safetensors.BF16, []uint64{rows, cols}, p)
+	for _, m := range []kernelMode{kernelsAuto, kernelsPortable} {
+		withKernels(m, func() {
+			plain := newPair("x", logical(safetensors.BF16, len(p)), logical(safetensors.F32, len(e)), ps, source(safetensors.F32, []uint64{rows, cols}, e))
+			tiled := newPair("x", logical(safetensors.BF16, len(p)), logical(safetensors.F32, len(e)), ps, source(safetensors.F32, []uint64{cols, rows}, eT))
+			tiled.exp.transposed = true
+			for _, pr := range []*pair{plain, tiled} {
+				pr.tol = Tolerance{Rtol: 1e-2}
+			}
+			if _, err := run(context.Background(), []*pair{plain, tiled}, 2, 2, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !tiled.blocks.byRows || tiled.blocks.blocks != plain.blocks.blocks {
+				t.Fatalf("blocking: tiled %+v, plain %+v", tiled.blocks, plain.blocks)
+			}
+			if g, w := fmt.Sprintf("%+v", tiled.stats), fmt.Sprintf("%+v", plain.stats); g != w || plain.stats.Mismatches == 0 {
+				t.Errorf("kernels %d: transposed export\n got %s\nwant %s", m, g, w)
+			}
+		})
 	}
 }

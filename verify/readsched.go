@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 )
 
 // The read scheduler is the one place that reads tensor bytes. Work comes
@@ -227,17 +228,61 @@ func grow(b []byte, n int) []byte {
 }
 
 // transpose writes src, t.rows × t.cols elements, as its transpose into dst,
-// in cache-sized blocks.
+// in cache-sized blocks, moving whole elements as words where they are
+// aligned.
 func transpose(dst, src []byte, t *tile) {
+	n := t.rows * t.cols
+	if n == 0 {
+		return
+	}
+	e := uint64(t.elem)
+	if aligned(dst, e) && aligned(src, e) {
+		switch t.elem {
+		case 1:
+			transposeElems(dst[:n], src[:n], t.rows, t.cols)
+			return
+		case 2:
+			transposeElems(words[uint16](dst, n), words[uint16](src, n), t.rows, t.cols)
+			return
+		case 4:
+			transposeElems(words[uint32](dst, n), words[uint32](src, n), t.rows, t.cols)
+			return
+		case 8:
+			transposeElems(words[uint64](dst, n), words[uint64](src, n), t.rows, t.cols)
+			return
+		}
+	}
 	const blk = 32
-	e := t.elem
 	for r0 := 0; r0 < t.rows; r0 += blk {
 		r1 := min(r0+blk, t.rows)
 		for c0 := 0; c0 < t.cols; c0 += blk {
 			c1 := min(c0+blk, t.cols)
 			for r := r0; r < r1; r++ {
 				for c := c0; c < c1; c++ {
-					copy(dst[(c*t.rows+r)*e:(c*t.rows+r+1)*e], src[(r*t.cols+c)*e:])
+					copy(dst[(c*t.rows+r)*t.elem:(c*t.rows+r+1)*t.elem], src[(r*t.cols+c)*t.elem:])
+				}
+			}
+		}
+	}
+}
+
+// words views the first n elements of b, aligned, as words of type W.
+func words[W uint16 | uint32 | uint64](b []byte, n int) []W {
+	return unsafe.Slice((*W)(unsafe.Pointer(unsafe.SliceData(b))), n)[:n:n]
+}
+
+// transposeElems writes src (rows × cols) transposed into dst, in blocks
+// of 32 × 32 elements so that both stay in cache.
+func transposeElems[W uint8 | uint16 | uint32 | uint64](dst, src []W, rows, cols int) {
+	const blk = 32
+	for r0 := 0; r0 < rows; r0 += blk {
+		r1 := min(r0+blk, rows)
+		for c0 := 0; c0 < cols; c0 += blk {
+			c1 := min(c0+blk, cols)
+			for r := r0; r < r1; r++ {
+				row := src[r*cols : r*cols+cols]
+				for c := c0; c < c1; c++ {
+					dst[c*rows+r] = row[c]
 				}
 			}
 		}

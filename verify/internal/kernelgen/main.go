@@ -27,6 +27,7 @@ type dtype struct {
 	size  int    // bytes an element
 	raw   string // Go type of an element's bits
 	value string // Go: the float64 value of the bits %s
+	setup string // Go: what value needs, once a call
 	// asm decodes elements 4g..4g+3 at off(reg) into the float64 lanes of
 	// Y<y> (X<y> is its lower half); needs says which CPU feature it uses
 	// beyond AVX2.
@@ -41,7 +42,7 @@ var dtypes = []dtype{
 			return fmt.Sprintf("\tVPMOVZXWD %d(%s), X%d\n\tVPSLLD $16, X%d, X%d\n\tVCVTPS2PD X%d, Y%d\n", off, reg, y, y, y, y, y)
 		}},
 	{name: "F16", size: 2, raw: "uint16",
-		value: "f16ToFloat64(%s)", needs: "F16C",
+		value: "float64(f16[%s])", setup: "f16 := f16Values()\n", needs: "F16C",
 		asm: func(off int, reg string, y int) string {
 			return fmt.Sprintf("\tVCVTPH2PS %d(%s), X%d\n\tVCVTPS2PD X%d, Y%d\n", off, reg, y, y, y)
 		}},
@@ -116,6 +117,10 @@ func portable() []byte {
 		fmt.Fprintf(&b, "\n// %s compares %s.\n", name, what)
 		fmt.Fprintf(&b, "func %s(pb, eb *byte, n int, st *laneState) {\n", name)
 		fmt.Fprintf(&b, "\tp := unsafe.Slice((*%s)(unsafe.Pointer(pb)), n)\n\te := unsafe.Slice((*%s)(unsafe.Pointer(eb)), n)[:len(p)]\n", p.raw, e.raw)
+		b.WriteString(p.setup)
+		if e.setup != p.setup {
+			b.WriteString(e.setup)
+		}
 		b.WriteString(laneLoop(fmt.Sprintf("pv, ev := %s, %s\n",
 			fmt.Sprintf(p.value, "p[i]"), fmt.Sprintf(e.value, "e[i]"))))
 		b.WriteString("}\n")
@@ -147,7 +152,9 @@ func laneLoop(decode string) string {
 	return `	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		out, mx := st.out[l], st.max[l]
+		// The largest |d| as bits: non-negative floats order as their
+		// bits do, and an integer maximum needs no branch.
+		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
 			` + decode + `			d := ev - pv
 			ad := math.Abs(d)
@@ -159,12 +166,10 @@ func laneLoop(decode string) string {
 			if ad > atol+float64(rtol*math.Abs(pv)) {
 				out++
 			}
-			if ad > mx {
-				mx = ad
-			}
+			mx = max(mx, math.Float64bits(ad))
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.out[l], st.max[l] = out, mx
+		st.out[l], st.max[l] = out, math.Float64frombits(mx)
 	}
 `
 }
@@ -173,7 +178,7 @@ func laneLoop(decode string) string {
 func declarations() []byte {
 	var b strings.Builder
 	b.WriteString(header)
-	b.WriteString("package verify\n\nimport \"github.com/ckptcheck/ckptcheck/safetensors\"\n\n")
+	b.WriteString("//go:build !purego\n\npackage verify\n\nimport \"github.com/ckptcheck/ckptcheck/safetensors\"\n\n")
 	b.WriteString("// vectorKernel returns the AVX2 loop for a pair of dtypes, or nil where\n// the CPU lacks what it needs.\n")
 	b.WriteString("func vectorKernel(p, e safetensors.DType) func(p, e *byte, n int, st *laneState) {\n")
 	b.WriteString("\tif !cpuAVX2 {\n\t\treturn nil\n\t}\n\tswitch {\n")
@@ -216,7 +221,7 @@ const vectorStep = 16
 func assembly() []byte {
 	var b strings.Builder
 	b.WriteString(header)
-	b.WriteString("//go:build amd64\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n")
+	b.WriteString("//go:build amd64 && !purego\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n")
 	for _, pe := range pairs() {
 		p, e := pe[0], pe[1]
 		name := "fused" + p.name + e.name + "AVX2"
