@@ -367,3 +367,25 @@ func TestKernelsServeTransposedTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestF16UpcastExact: an F32 export that is the exact upcast of F16 values
+// (every bit pattern, subnormals and specials included) is found exact
+// without decoding; any changed bit is not.
+func TestF16UpcastExact(t *testing.T) {
+	p := make([]byte, 2<<16)
+	e := make([]byte, 4<<16)
+	for h := range 1 << 16 {
+		binary.LittleEndian.PutUint16(p[2*h:], uint16(h))
+		binary.LittleEndian.PutUint32(e[4*h:], math.Float32bits(safetensors.F16ToFloat32(uint16(h))))
+	}
+	if !exactBlock(safetensors.F16, safetensors.F32, p, e) {
+		t.Fatal("the exact upcast of every F16 value must compare exact")
+	}
+	for _, at := range []int{0, 3, 4*0x3c00 + 1, len(e) - 1} {
+		e[at] ^= 1
+		if exactBlock(safetensors.F16, safetensors.F32, p, e) {
+			t.Errorf("a flipped bit in byte %d went unnoticed", at)
+		}
+		e[at] ^= 1
+	}
+}
