@@ -1,3 +1,5 @@
+//go:build linux
+
 package verify
 
 import (
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -187,11 +190,19 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
-// threadCPU is the calling thread's CPU time in ns.
-func threadCPU() int64 { return cpuTime(1 /* RUSAGE_THREAD */) }
+// threadCPU is the calling thread's CPU time in ns (the thread must be
+// locked to its goroutine).
+func threadCPU() int64 {
+	var ts syscall.Timespec
+	const clockThreadCPUTime = 3 // CLOCK_THREAD_CPUTIME_ID
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return 0
+	}
+	return ts.Nano()
+}
 
-// cpuTime is the user and system CPU time in ns of this thread, process or
-// its waited-for children.
+// cpuTime is the user and system CPU time in ns of this process or its
+// waited-for children.
 func cpuTime(who int) int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {
