@@ -30,7 +30,16 @@ func exactBlock(pd, ed safetensors.DType, p, e []byte) bool {
 	case pd == safetensors.F16:
 		t := f16Values()
 		for i := 0; i+1 < len(p); i += 2 {
-			if math.Float32bits(t[binary.LittleEndian.Uint16(p[i:])]) != binary.LittleEndian.Uint32(e[2*i:]) {
+			h := binary.LittleEndian.Uint16(p[i:])
+			v := t[h]
+			if v != v { // a NaN keeps its own bits
+				v32 := safetensors.F16ToFloat32(h)
+				if math.Float32bits(v32) != binary.LittleEndian.Uint32(e[2*i:]) {
+					return false
+				}
+				continue
+			}
+			if math.Float32bits(float32(v)) != binary.LittleEndian.Uint32(e[2*i:]) {
 				return false
 			}
 		}

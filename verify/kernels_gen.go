@@ -42,6 +42,7 @@ func portableKernel(p, e safetensors.DType) func(p, e *byte, n int, st *laneStat
 func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	bf16 := bf16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
@@ -49,7 +50,7 @@ func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(math.Float32frombits(uint32(e[i])<<16))
+			pv, ev := bf16[p[i]], bf16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -71,6 +72,7 @@ func fusedBF16BF16(pb, eb *byte, n int, st *laneState) {
 func fusedBF16F16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	bf16 := bf16Values()
 	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
@@ -79,7 +81,7 @@ func fusedBF16F16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(f16[e[i]])
+			pv, ev := bf16[p[i]], f16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -100,7 +102,8 @@ func fusedBF16F16(pb, eb *byte, n int, st *laneState) {
 // fusedBF16F32 compares n BF16 elements with F32 ones.
 func fusedBF16F32(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
-	e := unsafe.Slice((*uint32)(unsafe.Pointer(eb)), n)[:len(p)]
+	e := unsafe.Slice((*float32)(unsafe.Pointer(eb)), n)[:len(p)]
+	bf16 := bf16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
@@ -108,7 +111,7 @@ func fusedBF16F32(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(uint32(p[i])<<16)), float64(math.Float32frombits(e[i]))
+			pv, ev := bf16[p[i]], float64(e[i])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -131,6 +134,7 @@ func fusedF16BF16(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
 	f16 := f16Values()
+	bf16 := bf16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
@@ -138,7 +142,7 @@ func fusedF16BF16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(f16[p[i]]), float64(math.Float32frombits(uint32(e[i])<<16))
+			pv, ev := f16[p[i]], bf16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -168,7 +172,7 @@ func fusedF16F16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(f16[p[i]]), float64(f16[e[i]])
+			pv, ev := f16[p[i]], f16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -189,7 +193,7 @@ func fusedF16F16(pb, eb *byte, n int, st *laneState) {
 // fusedF16F32 compares n F16 elements with F32 ones.
 func fusedF16F32(pb, eb *byte, n int, st *laneState) {
 	p := unsafe.Slice((*uint16)(unsafe.Pointer(pb)), n)
-	e := unsafe.Slice((*uint32)(unsafe.Pointer(eb)), n)[:len(p)]
+	e := unsafe.Slice((*float32)(unsafe.Pointer(eb)), n)[:len(p)]
 	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
@@ -198,7 +202,7 @@ func fusedF16F32(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(f16[p[i]]), float64(math.Float32frombits(e[i]))
+			pv, ev := f16[p[i]], float64(e[i])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -218,8 +222,9 @@ func fusedF16F32(pb, eb *byte, n int, st *laneState) {
 
 // fusedF32BF16 compares n F32 elements with BF16 ones.
 func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
-	p := unsafe.Slice((*uint32)(unsafe.Pointer(pb)), n)
+	p := unsafe.Slice((*float32)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
+	bf16 := bf16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
@@ -227,7 +232,7 @@ func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(p[i])), float64(math.Float32frombits(uint32(e[i])<<16))
+			pv, ev := float64(p[i]), bf16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -247,7 +252,7 @@ func fusedF32BF16(pb, eb *byte, n int, st *laneState) {
 
 // fusedF32F16 compares n F32 elements with F16 ones.
 func fusedF32F16(pb, eb *byte, n int, st *laneState) {
-	p := unsafe.Slice((*uint32)(unsafe.Pointer(pb)), n)
+	p := unsafe.Slice((*float32)(unsafe.Pointer(pb)), n)
 	e := unsafe.Slice((*uint16)(unsafe.Pointer(eb)), n)[:len(p)]
 	f16 := f16Values()
 	atol, rtol := st.atol[0], st.rtol[0]
@@ -257,7 +262,7 @@ func fusedF32F16(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(p[i])), float64(f16[e[i]])
+			pv, ev := float64(p[i]), f16[e[i]]
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad
@@ -277,8 +282,8 @@ func fusedF32F16(pb, eb *byte, n int, st *laneState) {
 
 // fusedF32F32 compares n F32 elements with F32 ones.
 func fusedF32F32(pb, eb *byte, n int, st *laneState) {
-	p := unsafe.Slice((*uint32)(unsafe.Pointer(pb)), n)
-	e := unsafe.Slice((*uint32)(unsafe.Pointer(eb)), n)[:len(p)]
+	p := unsafe.Slice((*float32)(unsafe.Pointer(pb)), n)
+	e := unsafe.Slice((*float32)(unsafe.Pointer(eb)), n)[:len(p)]
 	atol, rtol := st.atol[0], st.rtol[0]
 	for l := range min(lanes, n) {
 		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
@@ -286,7 +291,7 @@ func fusedF32F32(pb, eb *byte, n int, st *laneState) {
 		// bits do, and an integer maximum needs no branch.
 		out, mx := st.out[l], math.Float64bits(max(st.max[l], 0))
 		for i := l; i < len(p); i += lanes {
-			pv, ev := float64(math.Float32frombits(p[i])), float64(math.Float32frombits(e[i]))
+			pv, ev := float64(p[i]), float64(e[i])
 			d := ev - pv
 			ad := math.Abs(d)
 			sAbs += ad

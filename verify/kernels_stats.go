@@ -305,16 +305,25 @@ func intMismatches(pd, ed safetensors.DType, p, e []byte, n uint64) uint64 {
 	return out
 }
 
-// f16Values is every F16 value by its bits, for the portable loops: a
-// lookup is faster than decoding the bits (safetensors' decoder is the
-// source of truth). Made on first use.
-var f16Values = sync.OnceValue(func() *[1 << 16]float32 {
-	t := new([1 << 16]float32)
-	for h := range t {
-		t[h] = safetensors.F16ToFloat32(uint16(h))
+// bf16Values and f16Values hold every BF16 and F16 value by its bits, for
+// the portable loops: a lookup (the values a tensor uses cluster in a few
+// kilobytes of the table) costs less than decoding the bits and widening
+// them to float64. Made on first use, from safetensors' decoder, the source
+// of truth.
+var (
+	bf16Values = sync.OnceValue(func() *[1 << 16]float64 { return valueTable(safetensors.BF16) })
+	f16Values  = sync.OnceValue(func() *[1 << 16]float64 { return valueTable(safetensors.F16) })
+)
+
+func valueTable(d safetensors.DType) *[1 << 16]float64 {
+	var all [2 << 16]byte
+	for h := range 1 << 16 {
+		binary.LittleEndian.PutUint16(all[2*h:], uint16(h))
 	}
+	t := new([1 << 16]float64)
+	safetensors.DecodeFloat64(d, all[:], t[:])
 	return t
-})
+}
 
 // nonFinitePair handles a pair where a side is NaN or infinite: equal when
 // both are NaN or both the same infinity, else a mismatch.

@@ -25,7 +25,7 @@ import (
 type dtype struct {
 	name  string // as in the function names: BF16, F16, F32
 	size  int    // bytes an element
-	raw   string // Go type of an element's bits
+	raw   string // Go type an element is loaded as
 	value string // Go: the float64 value of the bits %s
 	setup string // Go: what value needs, once a call
 	// asm decodes elements 4g..4g+3 at off(reg) into the float64 lanes of
@@ -37,17 +37,17 @@ type dtype struct {
 
 var dtypes = []dtype{
 	{name: "BF16", size: 2, raw: "uint16",
-		value: "float64(math.Float32frombits(uint32(%s) << 16))",
+		value: "bf16[%s]", setup: "bf16 := bf16Values()\n",
 		asm: func(off int, reg string, y int) string {
 			return fmt.Sprintf("\tVPMOVZXWD %d(%s), X%d\n\tVPSLLD $16, X%d, X%d\n\tVCVTPS2PD X%d, Y%d\n", off, reg, y, y, y, y, y)
 		}},
 	{name: "F16", size: 2, raw: "uint16",
-		value: "float64(f16[%s])", setup: "f16 := f16Values()\n", needs: "F16C",
+		value: "f16[%s]", setup: "f16 := f16Values()\n", needs: "F16C",
 		asm: func(off int, reg string, y int) string {
 			return fmt.Sprintf("\tVCVTPH2PS %d(%s), X%d\n\tVCVTPS2PD X%d, Y%d\n", off, reg, y, y, y)
 		}},
-	{name: "F32", size: 4, raw: "uint32",
-		value: "float64(math.Float32frombits(%s))",
+	{name: "F32", size: 4, raw: "float32",
+		value: "float64(%s)",
 		asm: func(off int, reg string, y int) string {
 			return fmt.Sprintf("\tVCVTPS2PD %d(%s), Y%d\n", off, reg, y)
 		}},
