@@ -222,6 +222,27 @@ func assembly() []byte {
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteString("//go:build amd64 && !purego\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n")
+	b.WriteString(`
+// STATS adds four elements, p in Y10 and e in Y11, to the lanes.
+#define STATS \
+	VSUBPD Y10, Y11, Y12 \
+	VANDPD Y9, Y12, Y13 \
+	VADDPD Y13, Y0, Y0 \
+	VMULPD Y12, Y12, Y14 \
+	VADDPD Y14, Y1, Y1 \
+	VMULPD Y10, Y10, Y14 \
+	VADDPD Y14, Y2, Y2 \
+	VMULPD Y11, Y11, Y14 \
+	VADDPD Y14, Y3, Y3 \
+	VMULPD Y11, Y10, Y14 \
+	VADDPD Y14, Y4, Y4 \
+	VANDPD Y9, Y10, Y14 \
+	VMULPD Y7, Y14, Y14 \
+	VADDPD Y8, Y14, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VPSUBQ Y14, Y5, Y5 \
+	VMAXPD Y13, Y6, Y6
+`)
 	for _, pe := range pairs() {
 		p, e := pe[0], pe[1]
 		name := "fused" + p.name + e.name + "AVX2"
@@ -241,24 +262,7 @@ func assembly() []byte {
 		for g := range vectorStep / 4 {
 			b.WriteString(p.asm(4*g*p.size, "SI", 10))
 			b.WriteString(e.asm(4*g*e.size, "DI", 11))
-			b.WriteString(`	VSUBPD Y10, Y11, Y12
-	VANDPD Y9, Y12, Y13
-	VADDPD Y13, Y0, Y0
-	VMULPD Y12, Y12, Y14
-	VADDPD Y14, Y1, Y1
-	VMULPD Y10, Y10, Y14
-	VADDPD Y14, Y2, Y2
-	VMULPD Y11, Y11, Y14
-	VADDPD Y14, Y3, Y3
-	VMULPD Y11, Y10, Y14
-	VADDPD Y14, Y4, Y4
-	VANDPD Y9, Y10, Y14
-	VMULPD Y7, Y14, Y14
-	VADDPD Y8, Y14, Y14
-	VCMPPD $0x1e, Y14, Y13, Y14
-	VPSUBQ Y14, Y5, Y5
-	VMAXPD Y13, Y6, Y6
-`)
+			b.WriteString("\tSTATS\n")
 		}
 		fmt.Fprintf(&b, "\tADDQ $%d, SI\n\tADDQ $%d, DI\n\tSUBQ $%d, CX\n\tJNZ loop\n", vectorStep*p.size, vectorStep*e.size, vectorStep)
 		for i := range 5 {
