@@ -26,7 +26,7 @@ type dtype struct {
 	name  string // as in the function names: BF16, F16, F32
 	size  int    // bytes an element
 	raw   string // Go type an element is loaded as
-	value string // Go: the float64 value of the bits %s
+	value string // Go: the float64 value of the element %s
 	setup string // Go: what value needs, once a call
 	// asm decodes elements 4g..4g+3 at off(reg) into the float64 lanes of
 	// Y<y> (X<y> is its lower half); needs says which CPU feature it uses
@@ -71,7 +71,11 @@ func main() {
 	for _, name := range []string{"kernels_gen.go", "kernels_gen_amd64.go", "kernels_amd64.s"} {
 		if *check {
 			old, err := os.ReadFile(name)
-			if err != nil || !bytes.Equal(old, files[name]) {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "kernelgen: %v (run it in the verify directory)\n", err)
+				os.Exit(2)
+			}
+			if !bytes.Equal(old, files[name]) {
 				fmt.Fprintf(os.Stderr, "%s is out of date: run go generate ./verify\n", name)
 				stale = true
 			}
