@@ -18,8 +18,9 @@ E2E_ARTIFACTS ?= $(or $(TMPDIR),/tmp)/ckptcheck-e2e
 
 all: build
 
+# TAGS=purego builds without assembly (the portable value loops).
 build:
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/ckptcheck
+	$(GO) build -buildvcs=auto $(if $(TAGS),-tags '$(TAGS)') -o $(BIN) ./cmd/ckptcheck
 
 # The test command the README and CI run: vet, then every test under the
 # race detector.
@@ -37,6 +38,7 @@ test:
 #   ONLY=a,b   only the scenarios whose ID contains a or b (validate-moe,
 #              diff-moe, values, values-finetune-bf16, -f32, -f16)
 #   RUNS=n     timed runs per command (default 7, or 3 when slow; 10 with BASE)
+#   TAGS=purego  time the portable value loops (a binary without assembly)
 # With BASE or ONLY the Go benchmarks are skipped.
 bench: build
 	$(if $(BASE)$(ONLY),,$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...)

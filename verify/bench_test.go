@@ -9,7 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	nlp "github.com/nlpodyssey/safetensors"
 
@@ -43,6 +42,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if moeDir != "" {
 		os.RemoveAll(moeDir)
+	}
+	if finetuneDir != "" {
+		os.RemoveAll(finetuneDir)
 	}
 	os.Exit(code)
 }
@@ -192,7 +194,7 @@ func BenchmarkMerge16MoE(b *testing.B) {
 		f.Close()
 		files = append(files, f.Name())
 	}
-	cpu := cpuTime()
+	cpu := cpuTime(syscall.RUSAGE_SELF)
 	n := 0
 	for b.Loop() {
 		n++
@@ -218,12 +220,5 @@ func BenchmarkMerge16MoE(b *testing.B) {
 		}
 	}
 	// CPU time is what a loaded machine does not inflate.
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(n)/1e6, "cpu-ms/op")
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cpuTime(syscall.RUSAGE_SELF)-cpu)/float64(n)/1e6, "cpu-ms/op")
 }

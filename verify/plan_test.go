@@ -123,19 +123,23 @@ func TestScheduleStopsOnError(t *testing.T) {
 }
 
 func TestTranspose(t *testing.T) {
-	for _, sh := range [][2]int{{1, 1}, {2, 3}, {33, 65}, {64, 1}, {1, 70}} {
-		rows, cols := sh[0], sh[1]
-		src := make([]byte, 2*rows*cols)
-		for i := range rows * cols {
-			src[2*i], src[2*i+1] = byte(i), byte(i>>8)
-		}
-		dst := make([]byte, len(src))
-		transpose(dst, src, &tile{rows: rows, cols: cols, elem: 2})
-		for r := range rows {
-			for c := range cols {
-				s, d := 2*(r*cols+c), 2*(c*rows+r)
-				if dst[d] != src[s] || dst[d+1] != src[s+1] {
-					t.Fatalf("%dx%d: element (%d, %d) misplaced", rows, cols, r, c)
+	for _, elem := range []int{1, 2, 3, 4, 8} {
+		for _, sh := range [][2]int{{1, 1}, {2, 3}, {33, 65}, {64, 1}, {1, 70}} {
+			for _, offset := range []int{0, 1} { // aligned: as words; not: byte by byte
+				rows, cols := sh[0], sh[1]
+				src := make([]byte, elem*rows*cols+offset)[offset:]
+				for i := range src {
+					src[i] = byte(i*7 + i/elem)
+				}
+				dst := make([]byte, len(src)+offset)[offset:]
+				transpose(dst, src, &tile{rows: rows, cols: cols, elem: elem})
+				for r := range rows {
+					for c := range cols {
+						s, d := elem*(r*cols+c), elem*(c*rows+r)
+						if !bytes.Equal(dst[d:d+elem], src[s:s+elem]) {
+							t.Fatalf("%d-byte elements, %dx%d, offset %d: element (%d, %d) misplaced", elem, rows, cols, offset, r, c)
+						}
+					}
 				}
 			}
 		}

@@ -234,19 +234,15 @@ func transpose(dst, src []byte, t *tile) {
 	n := t.rows * t.cols
 	switch {
 	case n == 0:
-	case t.elem == 2 && aligned(dst, src, 2):
+	case t.elem == 2 && aligned(dst, 2) && aligned(src, 2):
 		transposeOf(words[uint16](dst, n), words[uint16](src, n), t.rows, t.cols)
-	case t.elem == 4 && aligned(dst, src, 4):
+	case t.elem == 4 && aligned(dst, 4) && aligned(src, 4):
 		transposeOf(words[uint32](dst, n), words[uint32](src, n), t.rows, t.cols)
-	case t.elem == 8 && aligned(dst, src, 8):
+	case t.elem == 8 && aligned(dst, 8) && aligned(src, 8):
 		transposeOf(words[uint64](dst, n), words[uint64](src, n), t.rows, t.cols)
 	default:
 		transposeBytes(dst, src, t.rows, t.cols, t.elem)
 	}
-}
-
-func aligned(a, b []byte, n uintptr) bool {
-	return uintptr(unsafe.Pointer(unsafe.SliceData(a)))%n == 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%n == 0
 }
 
 // words views the first n elements of b as W: an element's bytes as one

@@ -319,26 +319,47 @@ func TestBF16UpcastEqual(t *testing.T) {
 	}
 }
 
-// TestBlockingDoesNotChangeResults compares with tiny blocks, so that
-// tensors span many, and with several workers: the statistics must be
-// bitwise the same as with one worker and large blocks, since blocks are
-// fixed by the headers and merged in order.
+// TestBlockingDoesNotChangeResults compares with small blocks, so that
+// tensors span many, with several workers and with each set of loops (the
+// vector ones where the CPU has them, the portable ones): the statistics
+// must be bitwise the same as with one worker, since blocks are fixed by
+// the headers, each block's sums are fixed by its lanes, and blocks merge in
+// order. The exports include fine-tunes where every element moved.
 func TestBlockingDoesNotChangeResults(t *testing.T) {
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
-	exp := export(t, mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 9) }), nil)
+	f16 := mapTensors(bf16, fixture.ToF16)
+	moved := func(x fixture.Tensor) fixture.Tensor { return fixture.MoveULPs(x, 4) }
 	pub := published(t)
+	cases := []struct{ name, pub, exp string }{
+		{"1e-3 perturbation in F32", pub, export(t, mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.F32, 1e-3, 9) }), nil)},
+		{"every element moved, BF16", pub, export(t, mapTensors(bf16, moved), nil)},
+		{"every element moved, F32 upcast", pub, export(t, mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Upcast(moved(x)) }), nil)},
+		{"every element moved, F16", export(t, f16, nil), export(t, mapTensors(f16, moved), nil)},
+	}
 	defer func(b uint64) { blockElems = b }(blockElems)
-	blockElems = 16
-	want, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: 1, ReadAhead: 1})
-	for _, workers := range []int{2, 3, 8} {
-		got, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{Workers: workers, ReadAhead: workers})
-		if !reflect.DeepEqual(got.Tensors, want.Tensors) {
-			t.Errorf("%d workers: statistics differ from 1 worker", workers)
+	policy := ValuePolicy{Default: Tolerance{Rtol: 1e-2}}
+	for _, c := range cases {
+		for _, size := range []uint64{16, 1000} {
+			blockElems = size
+			want, _ := compareValues(t, c.pub, c.exp, DiffOptions{}, ValueOptions{Policy: policy, Workers: 1, ReadAhead: 1})
+			for _, m := range []kernelMode{kernelsAuto, kernelsPortable} {
+				for _, workers := range []int{1, 2, 3, 8} {
+					var got *ValueReport
+					withKernels(m, func() {
+						got, _ = compareValues(t, c.pub, c.exp, DiffOptions{}, ValueOptions{Policy: policy, Workers: workers, ReadAhead: workers})
+					})
+					if !reflect.DeepEqual(got.Tensors, want.Tensors) {
+						t.Errorf("%s, blocks of %d, kernels %d, %d workers: statistics differ from 1 worker", c.name, size, m, workers)
+					}
+				}
+			}
 		}
 	}
 	// Larger blocks sum in another order: equal within rounding.
+	blockElems = 16
+	want, _ := compareValues(t, pub, cases[0].exp, DiffOptions{}, ValueOptions{Workers: 1, ReadAhead: 1})
 	blockElems = 1 << 18
-	whole, _ := compareValues(t, pub, exp, DiffOptions{}, ValueOptions{})
+	whole, _ := compareValues(t, pub, cases[0].exp, DiffOptions{}, ValueOptions{})
 	if len(whole.Tensors) != len(want.Tensors) || len(want.Tensors) != len(bf16) {
 		t.Fatalf("%d tensors with large blocks, %d with small; want %d", len(whole.Tensors), len(want.Tensors), len(bf16))
 	}

@@ -1,0 +1,35 @@
+//go:build !purego
+
+package verify
+
+// The AVX2 loops (kernels_amd64.s) run where the CPU has AVX2 and the
+// operating system saves the 256-bit registers; the F16 ones also need F16C.
+// Building with -tags purego leaves them out.
+var cpuAVX2, cpuF16C = cpuFeatures()
+
+func cpuFeatures() (avx2, f16c bool) {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false, false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	const osxsave, avx, f16cBit = 1 << 27, 1 << 28, 1 << 29
+	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 { // XMM and YMM state enabled
+		return false, false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	avx2 = b7&(1<<5) != 0
+	return avx2, avx2 && c1&f16cBit != 0
+}
+
+func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+
+func xgetbv() (lo uint32)
+
+// vectorValuesKernel returns the AVX2 loop over decoded values, or nil.
+func vectorValuesKernel() func(p, e *byte, n int, st *laneState) {
+	if !cpuAVX2 {
+		return nil
+	}
+	return fusedValuesAVX2
+}
