@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A FileInfo describes one file of a checkpoint's Source.
@@ -262,19 +263,33 @@ func (c *Checkpoint) Companions(ctx context.Context) ([]FileInfo, error) {
 		}
 		slices.Sort(names)
 	}
+	// Each look is a round trip on a remote source, and a source that
+	// cannot list is probed for every name: look at them all at once.
+	infos := make([]FileInfo, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, n := range names {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if errs[i] = ctx.Err(); errs[i] == nil {
+				infos[i], errs[i] = Stat(ctx, c.Source, n)
+			}
+		})
+	}
+	wg.Wait()
 	var out []FileInfo
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		fi, err := Stat(ctx, c.Source, n)
-		switch {
+	for i, n := range names {
+		switch err := errs[i]; {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // probed and absent, or gone since the listing
+		case err != nil && ctx.Err() != nil:
+			return nil, ctx.Err()
 		case err != nil:
 			return nil, pathError(c.Source.Path(n), err)
 		}
-		out = append(out, fi)
+		out = append(out, infos[i])
 	}
 	return out, nil
 }

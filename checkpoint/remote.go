@@ -185,6 +185,11 @@ func openRemote(ctx context.Context, p string, opt Options) (*Checkpoint, error)
 		// trips become one. A missing file named on the command line is
 		// an error (exit 2), not a missing shard.
 		prefetch(ctx, src, named, "config.json")
+		if _, err := src.List(ctx); errors.Is(err, ErrNotListable) {
+			// The files beside the weights are probed for by name (see
+			// Companions): ask for them now, while the headers come.
+			prefetch(ctx, src, CompanionNames()...)
+		}
 		f, err := src.Open(ctx, named)
 		if err != nil {
 			return nil, pathError(src.Path(named), err)
