@@ -161,7 +161,27 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	wg.Go(func() { d.Published.View = candidates[0][0].ApplyLimit(physical[0], env, limit) })
 	d.Exported.View = candidates[1][0].ApplyLimit(physical[1], env, limit)
 	wg.Wait()
-	if (!sideOpts[0].Fixed || !sideOpts[1].Fixed) && !allMatched(d.Exported.View, d.Published.View) {
+	d.Tie = tieOf(pub, exp, opt.Tied)
+	unavailable := [2]int{d.Published.Unavailable, d.Exported.Unavailable}
+	judge := func() ([]Finding, int) {
+		var out []Finding
+		for i, m := range sides {
+			out = append(out, adapterFindings(m)...)
+			m.Unavailable = unavailable[i]
+			if m.View.Truncated {
+				m.Unavailable++ // what the adapter left out is not judged missing
+			}
+		}
+		structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
+		return append(out, structural...), common
+	}
+	structural, common := judge()
+	// When every exported key has a published namesake of its shape, the
+	// views stand; else the adapters are looked for. (A shape that differs
+	// may be a layout an adapter reads: a transposed view.)
+	matchedAll := common == len(d.Exported.View.Tensors) && len(d.Exported.View.Tensors) > 0 &&
+		!slices.ContainsFunc(structural, func(f Finding) bool { return f.Code == CodeShapeMismatch })
+	if (!sideOpts[0].Fixed || !sideOpts[1].Fixed) && !matchedAll {
 		for i, so := range sideOpts {
 			if !so.Fixed {
 				wg.Go(func() { candidates[i] = adapter.Candidates(physical[i], modelType, opt.User, so.Extra) })
@@ -169,39 +189,16 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		}
 		wg.Wait()
 		d.Published.View, d.Exported.View = adapter.Choose(side(0, candidates[0]), side(1, candidates[1]), env)
+		structural, common = judge()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, m := range sides {
-		d.Findings = append(d.Findings, adapterFindings(m)...)
-		if m.View.Truncated {
-			m.Unavailable++ // what the adapter left out is not judged missing
-		}
-	}
-	d.Tie = tieOf(pub, exp, opt.Tied)
-	structural, common := structuralDiff(d.Published, d.Exported, d.Tie, opt.DType)
 	d.Findings = append(d.Findings, structural...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
 	d.Findings = d.recognise(d.Findings, common == len(d.Exported.View.Tensors))
 	d.Findings = append(d.Findings, files...)
 	return d, nil
-}
-
-// allMatched reports whether every tensor of v has a namesake of its shape
-// in other.
-func allMatched(v, other *adapter.View) bool {
-	if len(v.Tensors) == 0 {
-		return false
-	}
-	for _, t := range v.Tensors {
-		// A shape that differs may be a layout an adapter reads (a
-		// transposed view): then the candidates are looked for too.
-		if o, ok := other.Tensor(t.Name); !ok || !slices.Equal(o.Shape, t.Shape) {
-			return false
-		}
-	}
-	return true
 }
 
 func adapterFindings(m *Mapped) []Finding {
