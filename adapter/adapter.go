@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -164,14 +165,16 @@ func (e Env) Get(name string) (uint64, bool) {
 //go:embed presets/*.adapter
 var presetFiles embed.FS
 
-// presets are the embedded adapter files, in the order Presets lists them.
-var presets = func() []*Adapter {
+// loadedPresets parses the embedded adapter files once, when first needed:
+// parsing them all costs milliseconds that validate and inspect, which use
+// no adapter, should not pay at start-up.
+var loadedPresets = sync.OnceValue(func() []*Adapter {
 	p, err := loadPresets(presetFiles)
 	if err != nil {
 		panic(err) // the embedded files are tested
 	}
 	return p
-}()
+})
 
 // loadPresets parses every presets/*.adapter file of fsys, each named as
 // its file is, and orders them by their auto kind (never, wrapper,
@@ -209,10 +212,10 @@ func loadPresets(fsys fs.FS) ([]*Adapter, error) {
 
 // Presets lists the built-in adapters: hf, then the wrappers, then the
 // structural ones, each in the order auto tries them.
-func Presets() []*Adapter { return slices.Clone(presets) }
+func Presets() []*Adapter { return slices.Clone(loadedPresets()) }
 
 func preset(name string) *Adapter {
-	for _, a := range presets {
+	for _, a := range loadedPresets() {
 		if a.Name == name {
 			return a
 		}
@@ -247,8 +250,8 @@ func (r *Registry) Lookup(name string) (*Adapter, error) {
 	if a := preset(name); a != nil {
 		return a, nil
 	}
-	names := make([]string, len(presets))
-	for i, a := range presets {
+	names := make([]string, len(loadedPresets()))
+	for i, a := range loadedPresets() {
 		names[i] = a.Name
 	}
 	return nil, fmt.Errorf("unknown adapter %q (presets: %s)", name, strings.Join(names, ", "))
@@ -323,7 +326,7 @@ func Rename(spec string) (*Adapter, error) {
 // model_type; "" fits all). extra (custom renames) runs last in each.
 func Candidates(tensors []safetensors.TensorInfo, modelType string, user []*Adapter, extra Chain) []Chain {
 	all := slices.Clone(user)
-	for _, a := range presets {
+	for _, a := range loadedPresets() {
 		if !slices.ContainsFunc(user, func(u *Adapter) bool { return u.Name == a.Name }) {
 			all = append(all, a)
 		}
