@@ -1,0 +1,191 @@
+package verify
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// The run of a value comparison: every block of every pair through the
+// read scheduler and the kernels, then each pair's blocks merged in order.
+
+// run compares every block of every pair. A block whose dtypes allow it is
+// first checked exactly without decoding; a tensor whose blocks are all
+// exact needs no statistics. A tensor with some blocks exact and others
+// not has its exact blocks compared again in full, so that its statistics
+// are those of every block.
+func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress func(done, total int64)) (int64, error) {
+	var fs files
+	var read, done, total atomic.Int64
+	for _, p := range pairs {
+		p.blocks = newBlocking(p)
+		p.remaining.Store(int64(p.blocks.blocks))
+		total.Add(int64(p.pub.size() + p.exp.size()))
+		if p.blocks.blocks == 0 {
+			p.finish()
+		}
+	}
+	kernels := make([]kernel, workers)
+	var fixMu sync.Mutex
+	var fixups []*pair
+	consume := func(full bool) func(w int, j *job, pb, eb []byte) error {
+		return func(w int, j *job, pb, eb []byte) error {
+			p := j.pair
+			read.Add(int64(len(pb) + len(eb)))
+			pd, ed := p.pub.t.DType, p.exp.t.DType
+			if !full && p.fast && exactBlock(pd, ed, pb, eb) {
+				p.record(j.block, nil)
+			} else {
+				part := kernels[w].compare(pd, ed, pb, eb, j.start, j.n, p.tol)
+				p.record(j.block, &part)
+				if p.rounding.Load() && !roundsTo(pd, pb, eb) {
+					p.rounding.Store(false)
+				}
+			}
+			if progress != nil {
+				progress(done.Add(int64(len(pb)+len(eb))), total.Load())
+			}
+			if p.remaining.Add(-1) == 0 {
+				if full || !p.needsFixup() {
+					p.finish()
+				} else {
+					fixMu.Lock()
+					fixups = append(fixups, p)
+					fixMu.Unlock()
+				}
+			}
+			return nil
+		}
+	}
+	opt := schedulerOptions{workers: workers, readAhead: tileReadAhead(pairs, readAhead)}
+	// Every pair's blocks are planned, in order, as the readers ask.
+	pi, k := 0, uint64(0)
+	next := func() (*job, bool) {
+		for pi < len(pairs) && k >= pairs[pi].blocks.blocks {
+			pi, k = pi+1, 0
+		}
+		if pi == len(pairs) {
+			return nil, false
+		}
+		j := pairs[pi].blocks.job(&fs, pairs[pi], k)
+		k++
+		return j, true
+	}
+	// Spans name files as they are planned; the readers table must hold
+	// every file before reading starts, so register them up front.
+	for _, p := range pairs {
+		for _, o := range []*operand{&p.pub, &p.exp} {
+			for _, s := range o.t.Segments {
+				fs.id(o.src[s.Source].Shard)
+			}
+		}
+	}
+	if err := schedule(ctx, fs.readers, opt, next, consume(false)); err != nil {
+		return read.Load(), err
+	}
+	if len(fixups) == 0 {
+		return read.Load(), nil
+	}
+	// The fix-up pass: exact blocks of mixed tensors, compared in full.
+	slices.SortFunc(fixups, func(a, b *pair) int { return slices.Index(pairs, a) - slices.Index(pairs, b) })
+	var jobs []*job
+	for _, p := range fixups {
+		n := 0
+		for b, ex := range p.exact {
+			if ex {
+				jobs = append(jobs, p.blocks.job(&fs, p, uint64(b)))
+				total.Add(int64(jobs[len(jobs)-1].fills[0].size + jobs[len(jobs)-1].fills[1].size))
+				n++
+			}
+		}
+		p.remaining.Store(int64(n))
+	}
+	i := 0
+	err := schedule(ctx, fs.readers, opt, func() (*job, bool) {
+		if i == len(jobs) {
+			return nil, false
+		}
+		i++
+		return jobs[i-1], true
+	}, consume(true))
+	return read.Load(), err
+}
+
+// record stores a block's result: its statistics, or nil when the block
+// was found exact without them.
+func (p *pair) record(block int, part *partial) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.parts == nil {
+		p.parts = make([]partial, p.blocks.blocks)
+		p.exact = make([]bool, p.blocks.blocks)
+	}
+	if part == nil {
+		p.exact[block] = true
+		return
+	}
+	p.exact[block] = false
+	p.parts[block] = *part
+	p.dirty = true
+}
+
+// needsFixup reports a tensor with both exact blocks and others.
+func (p *pair) needsFixup() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dirty && slices.Contains(p.exact, true)
+}
+
+// finish merges a pair's blocks, in order, into its statistics.
+func (p *pair) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := &p.stats
+	if !p.dirty {
+		// Every block exact: bit-identical, or an exact upcast.
+		s.BitIdentical = p.pub.t.DType == p.exp.t.DType
+		s.RelL2, s.Cosine, s.Constant = 0, 1, true
+		p.parts, p.exact = nil, nil
+		return
+	}
+	var t partial
+	for _, r := range p.parts {
+		t.merge(r)
+	}
+	p.parts, p.exact = nil, nil
+	s.Mismatches = t.mismatches
+	s.NonFinite = t.nonfinite
+	s.BitIdentical = !t.bitDiff && p.pub.t.DType == p.exp.t.DType
+	lanes := float64(p.pub.t.DType.Lanes())
+	s.MeanAbsDiff = Float(t.sumAbs / max(float64(t.n)*lanes, 1))
+	s.MaxAbsDiff = Float(t.maxAbs)
+	if t.hasMax {
+		s.MaxAt = unravel(t.maxIdx, p.pub.t.Shape)
+		s.PublishedAt, s.ExportedAt = Float(t.maxP), Float(t.maxE)
+	} else {
+		s.PublishedAt, s.ExportedAt = Float(math.NaN()), Float(math.NaN())
+	}
+	if t.hasNaN {
+		s.NonFiniteAt = unravel(t.nanIdx, p.pub.t.Shape)
+	}
+	s.RelL2 = Float(math.Sqrt(t.sumD2) / math.Sqrt(t.sumP2))
+	if t.sumD2 == 0 {
+		s.RelL2 = 0
+	}
+	s.Cosine = Float(t.sumPE / (math.Sqrt(t.sumP2) * math.Sqrt(t.sumE2)))
+	s.Constant = !(t.pVaries && t.eVaries)
+}
+
+// unravel turns a row-major flat index into coordinates.
+func unravel(i uint64, shape []uint64) []uint64 {
+	at := make([]uint64, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			at[d] = i % shape[d]
+			i /= shape[d]
+		}
+	}
+	return at
+}
