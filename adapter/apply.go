@@ -208,20 +208,30 @@ func (a stage) route(name string, scratch map[string]string) route {
 			}
 			continue
 		}
-		for m := range r.src {
-			p := &r.src[m]
-			if p.rejects(name) {
-				continue
-			}
-			if segs == nil && p.glob == nil {
-				segs = strings.Split(name, ".")
-			}
-			if p.match(name, segs, scratch) {
-				return route{rule: k, slot: m, name: name, segs: segs}
-			}
+		if m := r.matchSource(name, &segs, scratch); m >= 0 {
+			return route{rule: k, slot: m, name: name, segs: segs}
 		}
 	}
 	return route{rule: -1, name: name}
+}
+
+// matchSource returns the index of the rule's first source pattern that
+// matches name, or -1. *segs is name split at dots, made on first need and
+// kept for the caller's next rule (nil until then).
+func (r *rule) matchSource(name string, segs *[]string, caps map[string]string) int {
+	for m := range r.src {
+		p := &r.src[m]
+		if p.rejects(name) {
+			continue
+		}
+		if *segs == nil && p.glob == nil {
+			*segs = strings.Split(name, ".")
+		}
+		if p.match(name, *segs, caps) {
+			return m
+		}
+	}
+	return -1
 }
 
 // apply runs one adapter over the tensors. Every tensor is routed first,
@@ -512,20 +522,8 @@ func (a stage) mapsAny(l nameList) bool {
 				}
 				continue
 			}
-			if !known {
-				continue
-			}
-			for m := range r.src {
-				p := &r.src[m]
-				if p.rejects(name) {
-					continue
-				}
-				if segs == nil && p.glob == nil {
-					segs = strings.Split(name, ".")
-				}
-				if p.match(name, segs, caps) {
-					return true
-				}
+			if known && r.matchSource(name, &segs, caps) >= 0 {
+				return true
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -82,7 +83,7 @@ func hashFiles(ctx context.Context, src checkpoint.Source, jobs []hashJob, opt h
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpInt64(jobs[b].size, jobs[a].size) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[b].size, jobs[a].size) })
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan int)
@@ -115,16 +116,6 @@ func hashFiles(ctx context.Context, src checkpoint.Source, jobs []hashJob, opt h
 		return nil, err
 	}
 	return results, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // A fileHasher is one worker's reusable state.

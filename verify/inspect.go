@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ func NaturalCompare(a, b string) int {
 	ea, eb := digitsEnd(a, start), digitsEnd(b, start)
 	if ea > start && eb > start {
 		na, nb := strings.TrimLeft(a[start:ea], "0"), strings.TrimLeft(b[start:eb], "0")
-		if c := cmpInt(len(na), len(nb)); c != 0 {
+		if c := cmp.Compare(len(na), len(nb)); c != 0 {
 			return c
 		}
 		if c := strings.Compare(na, nb); c != 0 {
@@ -204,16 +205,6 @@ func NaturalCompare(a, b string) int {
 		return strings.Compare(a, b) // equal values written differently: 01 vs 1
 	}
 	return strings.Compare(a[i:], b[i:])
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
