@@ -1,4 +1,4 @@
-package verify
+package values
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type fill struct {
 // worker needs to consume it.
 type job struct {
 	fills [2]fill
-	pair  *pair
+	pair  *Pair
 	block int
 	start uint64 // first element
 	n     uint64 // elements
