@@ -10,12 +10,12 @@ import (
 
 // The read scheduler is the one place that reads tensor bytes. Work comes
 // as jobs, each saying how to fill one buffer per side: byte spans of the
-// sources' data sections, read in order into the buffer, and optionally a
-// tile to transpose in memory after the read. Readers fill buffers ahead of
+// readers, read in order into the buffer, and optionally a tile to
+// transpose in memory after the read. Readers fill buffers ahead of
 // the workers, with a bounded number of reads in flight and a bounded pool
 // of buffers; workers consume filled jobs.
 
-// A span is bytes [off, off+n) of the data section of file.
+// A span is bytes [off, off+n) of the reader file.
 type span struct {
 	file int
 	off  int64
