@@ -188,7 +188,7 @@ func BenchmarkMerge16MoE(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := NewValuesReport(Error, nil, d, v, p, fp, nil).WriteJSON(f); err != nil {
+		if err := NewValuesReport(ValuesReportInput{FailOn: Error, Comparison: d, Values: v, Partition: p, Fingerprint: fp}).WriteJSON(f); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

@@ -65,7 +65,7 @@ func ExampleMerge() {
 		p := verify.Partition{Index: i, Count: 3}
 		values, _ := d.CompareValues(ctx, verify.ValueOptions{Partition: p})
 		var js bytes.Buffer // each run writes its report, on its own machine
-		verify.NewValuesReport(verify.Error, nil, d, values, p, fingerprint, nil).WriteJSON(&js)
+		verify.NewValuesReport(verify.ValuesReportInput{FailOn: verify.Error, Comparison: d, Values: values, Partition: p, Fingerprint: fingerprint}).WriteJSON(&js)
 		r, _ := verify.ReadReport(&js)
 		fmt.Printf("part %s: %d tensors, %d findings\n", p, len(r.Values.Tensors), len(r.Findings))
 		parts = append(parts, verify.MergeInput{Name: fmt.Sprintf("part-%d.json", i), Report: r})

@@ -4,18 +4,16 @@ package verify
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 // The fine-tune benchmarks: every element of the export moved 1 to 4 ulps
@@ -152,53 +150,10 @@ type kernelSet struct {
 // kernelSets are the loops benchmarked: the default (the vector loops
 // where the CPU has them) and the portable Go loops.
 func kernelSets() []kernelSet {
-	set := func(m kernelMode) func() func() {
-		return func() func() {
-			old := kernelChoice
-			kernelChoice = m
-			return func() { kernelChoice = old }
-		}
+	set := func(portable bool) func() func() {
+		return func() func() { return values.UseKernels(portable) }
 	}
-	return []kernelSet{{"default", set(kernelsAuto)}, {"portable", set(kernelsPortable)}}
-}
-
-// BenchmarkKernel times the statistics of one block of 2^18 elements that
-// all differ (1 to 4 ulps; the F32 side is the exact upcast), one worker,
-// bytes in cache: the loops alone, in ns an element.
-func BenchmarkKernel(b *testing.B) {
-	n := int(blockElems)
-	for _, pe := range [][2]safetensors.DType{{safetensors.BF16, safetensors.BF16}, {safetensors.BF16, safetensors.F32},
-		{safetensors.F16, safetensors.F16}, {safetensors.F16, safetensors.F32}, {safetensors.F32, safetensors.F32}, {safetensors.F8_E4M3, safetensors.BF16}} {
-		p, e := kernelCase(pe[0], pe[1], n, 1, false)
-		for _, k := range kernelSets() {
-			b.Run(fmt.Sprintf("%s-%s/%s", pe[0], pe[1], k.name), func(b *testing.B) {
-				defer k.use()()
-				var kern kernel
-				b.SetBytes(int64(len(p) + len(e)))
-				// The thread's CPU time as well: the machine is shared, and
-				// time spent waiting for a core is not the loops'.
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				cpu0 := threadCPU()
-				for b.Loop() {
-					kern.compare(pe[0], pe[1], p, e, 0, uint64(n), Tolerance{Rtol: 1e-1})
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")
-				b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N)/float64(n), "cpu-ns/elem")
-			})
-		}
-	}
-}
-
-// threadCPU is the calling thread's CPU time in ns (the thread must be
-// locked to its goroutine).
-func threadCPU() int64 {
-	var ts syscall.Timespec
-	const clockThreadCPUTime = 3 // CLOCK_THREAD_CPUTIME_ID
-	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
-		return 0
-	}
-	return ts.Nano()
+	return []kernelSet{{"default", set(false)}, {"portable", set(true)}}
 }
 
 // cpuTime is the user and system CPU time in ns of this process or its

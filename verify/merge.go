@@ -50,37 +50,6 @@ type MergeInfo struct {
 	Reports []string `json:"reports"`
 }
 
-// NewValuesReport is the report of diff --values: the diff's findings,
-// then the values', less those the ignores silence (counted in
-// Summary.Ignored). When the values were compared for a partition
-// (ValueOptions.Partition, even 0/1), it is that partition's report, for
-// Merge: the structural findings are computed in every partition but
-// carried only in partition 0's, and Partition records the partition, the
-// fingerprint, the ignores and the work covered.
-func NewValuesReport(failOn Severity, inputs []Input, d *Comparison, values *ValueReport, p Partition, fingerprint string, ignores []Ignore) *Report {
-	var structural []Finding
-	if p.Count == 0 || p.Index == 0 {
-		structural = d.Findings
-	}
-	structural, ignoredS := ApplyIgnores(structural, ignores)
-	valueFs, ignoredV := ApplyIgnores(values.Findings, ignores)
-	r := NewReport("diff", failOn, inputs, append(slices.Clip(structural), valueFs...))
-	r.Values = values
-	r.Summary.Ignored = ignoredS + ignoredV
-	if p.Count == 0 {
-		return r
-	}
-	covered := values.Covered
-	if covered == nil {
-		covered = []Covered{}
-	}
-	r.Partition = &PartitionInfo{Partition: p, Fingerprint: fingerprint, Structural: len(structural), Items: values.Items, Tensors: covered}
-	for _, ig := range ignores {
-		r.Partition.Ignore = append(r.Partition.Ignore, ig.String())
-	}
-	return r
-}
-
 // A MergeInput is a partition report and the name it was read from.
 type MergeInput struct {
 	Name   string

@@ -72,7 +72,8 @@ func partitionRun(t testing.TB, pub, exp string, p Partition, ignores ...Ignore)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return roundTrip(t, NewValuesReport(Error, nil, d, values, p, d.Fingerprint(fineTunePolicy, []string{"test"}), ignores))
+	return roundTrip(t, NewValuesReport(ValuesReportInput{FailOn: Error, Comparison: d, Values: values, Partition: p,
+		Fingerprint: d.Fingerprint(fineTunePolicy, []string{"test"}), Ignores: ignores}))
 }
 
 func roundTrip(t testing.TB, r *Report) *Report {
@@ -237,7 +238,8 @@ func TestMergeProblems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return roundTrip(t, NewValuesReport(Error, nil, d, v, Partition{Index: 1, Count: n}, d.Fingerprint(pol, []string{"test"}), nil))
+		return roundTrip(t, NewValuesReport(ValuesReportInput{FailOn: Error, Comparison: d, Values: v,
+			Partition: Partition{Index: 1, Count: n}, Fingerprint: d.Fingerprint(pol, []string{"test"})}))
 	}()
 	damaged := *parts[1].Report
 	dp := *damaged.Partition

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
@@ -81,6 +82,55 @@ func NewReport(command string, failOn Severity, inputs []Input, findings []Findi
 		r.Inputs = []Input{}
 	}
 	r.Decide()
+	return r
+}
+
+// ValuesReportInput is what NewValuesReport makes the report of diff
+// --values from.
+type ValuesReportInput struct {
+	FailOn Severity
+	Inputs []Input
+	// Comparison is the diff, whose findings come first; Values its value
+	// comparison.
+	Comparison *Comparison
+	Values     *ValueReport
+	// Partition is the partition the values were compared for
+	// (ValueOptions.Partition); the zero Partition for a whole run.
+	Partition Partition
+	// Fingerprint is the run's Comparison.Fingerprint, for Merge.
+	Fingerprint string
+	Ignores     []Ignore
+}
+
+// NewValuesReport is the report of diff --values: the diff's findings,
+// then the values', less those the ignores silence (counted in
+// Summary.Ignored). When the values were compared for a partition
+// (ValueOptions.Partition, even 0/1), it is that partition's report, for
+// Merge: the structural findings are computed in every partition but
+// carried only in partition 0's, and Partition records the partition, the
+// fingerprint, the ignores and the work covered.
+func NewValuesReport(in ValuesReportInput) *Report {
+	d, values, p, ignores := in.Comparison, in.Values, in.Partition, in.Ignores
+	var structural []Finding
+	if p.Count == 0 || p.Index == 0 {
+		structural = d.Findings
+	}
+	structural, ignoredS := ApplyIgnores(structural, ignores)
+	valueFs, ignoredV := ApplyIgnores(values.Findings, ignores)
+	r := NewReport("diff", in.FailOn, in.Inputs, append(slices.Clip(structural), valueFs...))
+	r.Values = values
+	r.Summary.Ignored = ignoredS + ignoredV
+	if p.Count == 0 {
+		return r
+	}
+	covered := values.Covered
+	if covered == nil {
+		covered = []Covered{}
+	}
+	r.Partition = &PartitionInfo{Partition: p, Fingerprint: in.Fingerprint, Structural: len(structural), Items: values.Items, Tensors: covered}
+	for _, ig := range ignores {
+		r.Partition.Ignore = append(r.Partition.Ignore, ig.String())
+	}
 	return r
 }
 

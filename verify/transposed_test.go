@@ -1,17 +1,15 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 // transposedPair writes n published BF16 matrices w.i [rows, cols] (random,
@@ -59,9 +57,9 @@ func TestTransposedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(b, tb uint64) { blockElems, tileBytes = b, tb }(blockElems, tileBytes)
+	defer values.SetBlocking(0, 0)()
 	for _, tile := range []uint64{8 << 20, 4 * 80 * 7, 4 * 80} { // whole matrices, bands of 7 rows, of 1 row
-		tileBytes, blockElems = tile, 16
+		values.SetBlocking(16, tile)
 		d := diffPaths(t, pub, transposed, DiffOptions{Exported: SideOptions{Chain: adapter.Chain{a}, Fixed: true}})
 		got, err := d.CompareValues(context.Background(), opt)
 		if err != nil {
@@ -77,73 +75,6 @@ func TestTransposedValues(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestTransposedReadsTiles: a transposed side is read a tile at a time,
-// never a row or an element at a time: each band of rows is one read per
-// 8 MiB of the stored matrix it runs through.
-func TestTransposedReadsTiles(t *testing.T) {
-	const rows, cols = 768, 2048 // a Qwen3-30B-A3B expert's gate_proj
-	var buf bytes.Buffer
-	w := safetensors.NewWriter(&buf)
-	w.Add("p", safetensors.BF16, []uint64{rows, cols}, make([]byte, 2*rows*cols))
-	w.Add("e", safetensors.F32, []uint64{cols, rows}, make([]byte, 4*rows*cols))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := &checkpoint.Shard{Name: "m", File: f}
-	src := []Source{{Tensor: f.Tensor("p"), Shard: shard}, {Tensor: f.Tensor("e"), Shard: shard}}
-	shape := []uint64{rows, cols}
-	p := &pair{
-		pub: operand{t: adapter.Tensor{DType: safetensors.BF16, Shape: shape, Segments: []adapter.Segment{{Source: 0, Length: 2 * rows * cols}}}, src: src},
-		exp: operand{t: adapter.Tensor{DType: safetensors.F32, Shape: shape, Segments: []adapter.Segment{{Source: 1, Length: 4 * rows * cols}}}, src: src, transposed: true},
-	}
-	p.stats.Elements = rows * cols
-	data := mustRead(t, f.DataSection())
-	defer func(tb uint64) { tileBytes = tb }(tileBytes)
-	for _, tt := range []struct {
-		tile          uint64
-		blocks, spans int
-	}{
-		// The whole 6 MiB matrix is one tile: one block, one span a side.
-		{8 << 20, 1, 1},
-		// Tiles of 1 MiB: bands of 128 rows, a piece of every stored row
-		// each, read through the gaps in one read a band.
-		{1 << 20, rows / 128, cols},
-	} {
-		tileBytes = tt.tile
-		b := newBlocking(p)
-		var fs files
-		var jobs []*job
-		for k := range b.blocks {
-			jobs = append(jobs, b.job(&fs, p, k))
-		}
-		if len(jobs) != tt.blocks || len(jobs[0].fills[1].spans) != tt.spans {
-			t.Fatalf("tile %d: %d blocks of %d spans, want %d of %d", tt.tile, len(jobs), len(jobs[0].fills[1].spans), tt.blocks, tt.spans)
-		}
-		counting := &countingReader{Reader: bytes.NewReader(data)}
-		runJobs(t, []io.ReaderAt{counting}, jobs, schedulerOptions{workers: 1, readAhead: 1})
-		if n := counting.reads.Load(); n != int64(2*tt.blocks) {
-			t.Errorf("tile %d: %d reads, want %d: one a side a block", tt.tile, n, 2*tt.blocks)
-		}
-	}
-}
-
-func mustRead(t *testing.T, r io.ReaderAt) []byte {
-	t.Helper()
-	sr, ok := r.(*io.SectionReader)
-	if !ok {
-		t.Fatal("data section is not a section reader")
-	}
-	b := make([]byte, sr.Size())
-	if _, err := sr.ReadAt(b, 0); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // BenchmarkValuesTransposed: the decoding path (BF16 published, an F32
@@ -196,28 +127,6 @@ func TestSwappedShapes(t *testing.T) {
 	} {
 		if got := swapped(tt.a, tt.b); got != tt.want {
 			t.Errorf("swapped(%v, %v) = %v", tt.a, tt.b, got)
-		}
-	}
-}
-
-// TestTileReadAhead: runs with whole-tile blocks read ahead within the
-// tile budget, at least one block; others keep the read-ahead asked for.
-func TestTileReadAhead(t *testing.T) {
-	f32 := adapter.Tensor{DType: safetensors.F32}
-	bf16 := adapter.Tensor{DType: safetensors.BF16}
-	tiled := &pair{pub: operand{t: bf16}, exp: operand{t: f32, transposed: true},
-		blocks: blocking{byRows: true, perRows: 768, cols: 2048}} // 3 + 6 + 6 MiB
-	plain := &pair{pub: operand{t: bf16}, exp: operand{t: f32}, blocks: blocking{n: 1 << 20}}
-	for _, tt := range []struct {
-		pairs     []*pair
-		ask, want int
-	}{
-		{[]*pair{plain}, 4, 4},
-		{[]*pair{plain, tiled}, 4, 1},
-		{[]*pair{tiled}, 0, 1},
-	} {
-		if got := tileReadAhead(tt.pairs, tt.ask); got != tt.want {
-			t.Errorf("%d pairs, ask %d: read-ahead %d, want %d", len(tt.pairs), tt.ask, got, tt.want)
 		}
 	}
 }

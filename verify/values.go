@@ -3,17 +3,17 @@ package verify
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 // ValueOptions configures CompareValues.
@@ -126,19 +126,62 @@ type pair struct {
 	pub, exp operand
 	tol      Tolerance
 	stats    TensorStats
-	tie      Side // for a tie check, the side; "" for published vs exported
-	fast     bool // an exact check without decoding exists
-	blocks   blocking
+	tie      Side         // for a tie check, the side; "" for published vs exported
+	engine   *values.Pair // what the value engine compares, once it runs
+}
 
-	// rounding is cleared when a block of a coarser published dtype is not
-	// what its export rounds to (see roundsTo).
-	rounding atomic.Bool
+// An operand is one side of a pair: a logical tensor and the physical
+// tensors its segments point into.
+type operand struct {
+	t   adapter.Tensor
+	src []Source
+}
 
-	mu        sync.Mutex
-	parts     []partial // by block, allocated at the first block done
-	exact     []bool    // blocks found exact without statistics
-	dirty     bool
-	remaining atomic.Int64
+// size is the logical tensor's size in bytes.
+func (o *operand) size() uint64 { return tensorBytes(o.t) }
+
+func tensorBytes(t adapter.Tensor) uint64 {
+	o := values.Operand{DType: t.DType, Shape: t.Shape}
+	return o.Size()
+}
+
+// unreadable says why the operand's bytes cannot be read, or "": a shard
+// that failed validation (truncated, overlapping offsets) is not read.
+func (o *operand) unreadable() string {
+	for _, seg := range o.t.Segments {
+		if s := o.src[seg.Source].Shard; s.File == nil {
+			return fmt.Sprintf("%s failed validation; its values are not read", s.Path)
+		}
+	}
+	return ""
+}
+
+// enginePairs gives the value engine the pairs to compare: each
+// operand's segments as byte ranges of its shards' data sections, and
+// those data sections, numbered.
+func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
+	ids := map[*checkpoint.Shard]int{}
+	var readers []io.ReaderAt
+	resolve := func(o *operand) values.Operand {
+		segs := make([]values.Segment, len(o.t.Segments))
+		for i, seg := range o.t.Segments {
+			src := o.src[seg.Source]
+			id, ok := ids[src.Shard]
+			if !ok {
+				id = len(readers)
+				ids[src.Shard] = id
+				readers = append(readers, src.Shard.File.DataSection())
+			}
+			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
+		}
+		return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segs, Transposed: o.t.Transposed}
+	}
+	out := make([]*values.Pair, len(pairs))
+	for i, p := range pairs {
+		p.engine = &values.Pair{Published: resolve(&p.pub), Exported: resolve(&p.exp), Tolerance: values.Tolerance(p.tol)}
+		out[i] = p.engine
+	}
+	return readers, out
 }
 
 // CompareValues compares the values of every tensor the diff matched with
@@ -146,14 +189,6 @@ type pair struct {
 // with the side's embedding. Reads go through the read scheduler into
 // bounded, reused buffers on all cores; ctx stops it between blocks.
 func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*ValueReport, error) {
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	readAhead := opt.ReadAhead
-	if readAhead <= 0 {
-		readAhead = 4
-	}
 	rep := &ValueReport{Tensors: []TensorStats{}, Tolerant: opt.Policy.Tolerant()}
 	entries, ties := d.valueWork(opt.Policy)
 	work := workItems(entries, ties)
@@ -186,10 +221,14 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 		}
 	}
 	ties = myTies
-	read, err := run(ctx, all, workers, readAhead, opt.Progress)
+	readers, run := enginePairs(all)
+	read, err := values.Run(ctx, readers, run, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead, Progress: opt.Progress})
 	rep.BytesRead = read
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range all {
+		p.stats.measured(p.engine.Stats)
 	}
 	for _, s := range order {
 		rep.Tensors = append(rep.Tensors, *s)
@@ -210,7 +249,7 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 			rep.WithinTolerance++
 		}
 		fs := valueFindings(s)
-		if pr.rounding.Load() && s.Mismatches > 0 && len(fs) > 0 && fs[0].Code == CodeValueMismatch {
+		if pr.engine.Stats.WithinRounding && s.Mismatches > 0 && len(fs) > 0 && fs[0].Code == CodeValueMismatch {
 			tol := roundingTolerance(s.Published)
 			fs[0].Message += fmt.Sprintf("; every difference is within %s rounding of the published values, which %s accepts",
 				s.Published, tol.Flags())
@@ -240,11 +279,9 @@ func unchangedFinding(keys []string) Finding {
 }
 
 func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
-	pr := &pair{key: key, pub: operand{t: p, src: ps, transposed: p.Transposed}, exp: operand{t: e, src: es, transposed: e.Transposed}}
+	pr := &pair{key: key, pub: operand{t: p, src: ps}, exp: operand{t: e, src: es}}
 	pr.stats = TensorStats{Key: key, Published: p.DType, Exported: e.DType}
 	pr.stats.Elements, _ = safetensors.TensorInfo{Shape: p.Shape}.NumElements()
-	pr.fast = fastExact(p.DType, e.DType)
-	pr.rounding.Store(coarser(p.DType, e.DType))
 	return pr
 }
 
@@ -310,6 +347,15 @@ func (d *Comparison) ValueWork(policy ValuePolicy) []Item {
 	return workItems(d.valueWork(policy))
 }
 
+// measured sets the statistics the value engine measured.
+func (s *TensorStats) measured(v values.Stats) {
+	s.Mismatches, s.BitIdentical, s.NonFinite, s.Constant = v.Mismatches, v.BitIdentical, v.NonFinite, v.Constant
+	s.MaxAbsDiff, s.MaxAt = Float(v.MaxAbsDiff), v.MaxAt
+	s.PublishedAt, s.ExportedAt = Float(v.PublishedAt), Float(v.ExportedAt)
+	s.MeanAbsDiff, s.RelL2, s.Cosine = Float(v.MeanAbsDiff), Float(v.RelL2), Float(v.Cosine)
+	s.NonFiniteAt = v.NonFiniteAt
+}
+
 // skip marks the statistics of a tensor that is not compared: undefined.
 func (s *TensorStats) skip(reason string) {
 	nan := Float(math.NaN())
@@ -323,7 +369,7 @@ func (d *Comparison) ValueBytes() int64 {
 	var n int64
 	for _, p := range d.Published.View.Tensors {
 		if e, ok := d.Exported.View.Tensor(p.Name); ok && slices.Equal(p.Shape, e.Shape) {
-			n += int64((&operand{t: p}).size() + (&operand{t: e}).size())
+			n += int64(tensorBytes(p) + tensorBytes(e))
 		}
 	}
 	return n
@@ -406,6 +452,16 @@ func valueFindings(s *TensorStats) []Finding {
 			Message: fmt.Sprintf("%s NaN or Inf values where the published tensor is finite", textfmt.Thousands(s.NonFinite))})
 	}
 	return out
+}
+
+// roundingTolerance is the tolerance that accepts any difference within a
+// dtype's rounding: half a unit in the last place, relative (and absolute
+// for F16's subnormals).
+func roundingTolerance(d safetensors.DType) Tolerance {
+	if d == safetensors.F16 {
+		return Tolerance{Atol: math.Ldexp(1, -25), Rtol: math.Ldexp(1, -11)}
+	}
+	return Tolerance{Rtol: math.Ldexp(1, -8)}
 }
 
 // Flags writes the tolerance as command-line flags: "--rtol 0.00390625".

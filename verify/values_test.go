@@ -14,6 +14,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 func compareValues(t *testing.T, pub, exp string, opt DiffOptions, vopt ValueOptions) (*ValueReport, []Finding) {
@@ -293,32 +294,6 @@ func TestValuesRealFile(t *testing.T) {
 	}
 }
 
-func TestBF16UpcastEqual(t *testing.T) {
-	const n = 37 // words and a tail
-	p := make([]byte, 2*n)
-	for i := range n {
-		binary.LittleEndian.PutUint16(p[2*i:], uint16(0x3F80+i*7))
-	}
-	e := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(e[4*i:], uint32(binary.LittleEndian.Uint16(p[2*i:]))<<16)
-	}
-	if !bf16UpcastEqual(p, e) {
-		t.Fatal("an exact upcast must compare equal")
-	}
-	for i := range 4 * n {
-		e[i] ^= 1
-		if bf16UpcastEqual(p, e) {
-			t.Errorf("a flipped bit in byte %d went unnoticed", i)
-		}
-		e[i] ^= 1
-	}
-	// Unaligned slices take the bytewise path.
-	if !bf16UpcastEqual(append([]byte{0}, p...)[1:], append([]byte{0}, e...)[1:]) {
-		t.Error("unaligned exact upcast must compare equal")
-	}
-}
-
 // TestBlockingDoesNotChangeResults compares with small blocks, so that
 // tensors span many, with several workers and with each set of loops (the
 // vector ones where the CPU has them, the portable ones): the statistics
@@ -336,29 +311,29 @@ func TestBlockingDoesNotChangeResults(t *testing.T) {
 		{"every element moved, F32 upcast", pub, export(t, mapTensors(bf16, func(x fixture.Tensor) fixture.Tensor { return fixture.Upcast(moved(x)) }), nil)},
 		{"every element moved, F16", export(t, f16, nil), export(t, mapTensors(f16, moved), nil)},
 	}
-	defer func(b uint64) { blockElems = b }(blockElems)
+	defer values.SetBlocking(0, 0)()
 	policy := ValuePolicy{Default: Tolerance{Rtol: 1e-2}}
 	for _, c := range cases {
 		for _, size := range []uint64{16, 1000} {
-			blockElems = size
+			values.SetBlocking(size, 0)
 			want, _ := compareValues(t, c.pub, c.exp, DiffOptions{}, ValueOptions{Policy: policy, Workers: 1, ReadAhead: 1})
-			for _, m := range []kernelMode{kernelsAuto, kernelsPortable} {
+			for _, m := range []bool{false, true} {
 				for _, workers := range []int{1, 2, 3, 8} {
 					var got *ValueReport
-					withKernels(m, func() {
-						got, _ = compareValues(t, c.pub, c.exp, DiffOptions{}, ValueOptions{Policy: policy, Workers: workers, ReadAhead: workers})
-					})
+					restore := values.UseKernels(m)
+					got, _ = compareValues(t, c.pub, c.exp, DiffOptions{}, ValueOptions{Policy: policy, Workers: workers, ReadAhead: workers})
+					restore()
 					if !reflect.DeepEqual(got.Tensors, want.Tensors) {
-						t.Errorf("%s, blocks of %d, kernels %d, %d workers: statistics differ from 1 worker", c.name, size, m, workers)
+						t.Errorf("%s, blocks of %d, portable kernels %v, %d workers: statistics differ from 1 worker", c.name, size, m, workers)
 					}
 				}
 			}
 		}
 	}
 	// Larger blocks sum in another order: equal within rounding.
-	blockElems = 16
+	values.SetBlocking(16, 0)
 	want, _ := compareValues(t, pub, cases[0].exp, DiffOptions{}, ValueOptions{Workers: 1, ReadAhead: 1})
-	blockElems = 1 << 18
+	values.SetBlocking(1<<18, 0)
 	whole, _ := compareValues(t, pub, cases[0].exp, DiffOptions{}, ValueOptions{})
 	if len(whole.Tensors) != len(want.Tensors) || len(want.Tensors) != len(bf16) {
 		t.Fatalf("%d tensors with large blocks, %d with small; want %d", len(whole.Tensors), len(want.Tensors), len(bf16))
@@ -415,8 +390,7 @@ func resize(t *testing.T, path string, delta int64) {
 // and ends with every byte accounted for: one call per block read, each
 // with its own running total, never past the whole.
 func TestProgress(t *testing.T) {
-	defer func(b uint64) { blockElems = b }(blockElems)
-	blockElems = 64
+	defer values.SetBlocking(64, 0)()
 	pub := published(t)
 	exp := export(t, mapTensors(fixture.Tiny.Tensors(safetensors.BF16), func(x fixture.Tensor) fixture.Tensor {
 		return fixture.Perturb(x, safetensors.F32, 1e-3, 3)
@@ -476,40 +450,5 @@ func TestWithinRounding(t *testing.T) {
 	rep, fs := compareValues(t, published(t), export(t, near, nil), DiffOptions{}, ValueOptions{Policy: ValuePolicy{Default: roundingTolerance(safetensors.BF16)}})
 	if len(fs) != 0 || rep.WithinTolerance == 0 {
 		t.Errorf("--rtol 2^-8 leaves %v", fs)
-	}
-}
-
-func TestRoundsTo(t *testing.T) {
-	le := binary.LittleEndian
-	bf := func(v ...uint16) []byte {
-		var b []byte
-		for _, x := range v {
-			b = le.AppendUint16(b, x)
-		}
-		return b
-	}
-	f32 := func(v ...uint32) []byte {
-		var b []byte
-		for _, x := range v {
-			b = le.AppendUint32(b, x)
-		}
-		return b
-	}
-	tests := []struct {
-		p, e []byte
-		ok   bool
-	}{
-		{bf(0x3F80), f32(0x3F80_0000), true},
-		{bf(0x3F80), f32(0x3F80_7FFF), true},  // below the tie
-		{bf(0x3F80), f32(0x3F80_8000), true},  // the tie, to even
-		{bf(0x3F81), f32(0x3F81_8000), false}, // the tie, to even: 0x3F82
-		{bf(0x3F80), f32(0x3F80_8001), false},
-		{bf(0x7FC0), f32(0x7FC0_1234), true}, // NaN to NaN
-		{bf(0x3F80), f32(0x7FC0_0000), false},
-	}
-	for _, tt := range tests {
-		if got := roundsTo(safetensors.BF16, tt.p, tt.e); got != tt.ok {
-			t.Errorf("%x vs %x: %v", tt.p, tt.e, got)
-		}
 	}
 }

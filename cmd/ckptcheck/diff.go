@@ -148,7 +148,8 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 			return err
 		}
 	} else {
-		rep = verify.NewValuesReport(failOn(cmd), inputs, d, values, part, fingerprint, igs)
+		rep = verify.NewValuesReport(verify.ValuesReportInput{FailOn: failOn(cmd), Inputs: inputs, Comparison: d, Values: values,
+			Partition: part, Fingerprint: fingerprint, Ignores: igs})
 	}
 	if err := writeHTML(cmd, rep); err != nil {
 		return err

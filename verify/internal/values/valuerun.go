@@ -1,7 +1,8 @@
-package verify
+package values
 
 import (
 	"context"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -16,29 +17,28 @@ import (
 // exact needs no statistics. A tensor with some blocks exact and others
 // not has its exact blocks compared again in full, so that its statistics
 // are those of every block.
-func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress func(done, total int64)) (int64, error) {
-	var fs files
+func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, readAhead int, progress func(done, total int64)) (int64, error) {
 	var read, done, total atomic.Int64
 	for _, p := range pairs {
 		p.blocks = newBlocking(p)
 		p.remaining.Store(int64(p.blocks.blocks))
-		total.Add(int64(p.pub.size() + p.exp.size()))
+		total.Add(int64(p.Published.Size() + p.Exported.Size()))
 		if p.blocks.blocks == 0 {
 			p.finish()
 		}
 	}
 	kernels := make([]kernel, workers)
 	var fixMu sync.Mutex
-	var fixups []*pair
+	var fixups []*Pair
 	consume := func(full bool) func(w int, j *job, pb, eb []byte) error {
 		return func(w int, j *job, pb, eb []byte) error {
 			p := j.pair
 			read.Add(int64(len(pb) + len(eb)))
-			pd, ed := p.pub.t.DType, p.exp.t.DType
+			pd, ed := p.Published.DType, p.Exported.DType
 			if !full && p.fast && exactBlock(pd, ed, pb, eb) {
 				p.record(j.block, nil)
 			} else {
-				part := kernels[w].compare(pd, ed, pb, eb, j.start, j.n, p.tol)
+				part := kernels[w].compare(pd, ed, pb, eb, j.start, j.n, p.Tolerance)
 				p.record(j.block, &part)
 				if p.rounding.Load() && !roundsTo(pd, pb, eb) {
 					p.rounding.Store(false)
@@ -69,33 +69,24 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 		if pi == len(pairs) {
 			return nil, false
 		}
-		j := pairs[pi].blocks.job(&fs, pairs[pi], k)
+		j := pairs[pi].blocks.job(pairs[pi], k)
 		k++
 		return j, true
 	}
-	// Spans name files as they are planned; the readers table must hold
-	// every file before reading starts, so register them up front.
-	for _, p := range pairs {
-		for _, o := range []*operand{&p.pub, &p.exp} {
-			for _, s := range o.t.Segments {
-				fs.id(o.src[s.Source].Shard)
-			}
-		}
-	}
-	if err := schedule(ctx, fs.readers, opt, next, consume(false)); err != nil {
+	if err := schedule(ctx, readers, opt, next, consume(false)); err != nil {
 		return read.Load(), err
 	}
 	if len(fixups) == 0 {
 		return read.Load(), nil
 	}
 	// The fix-up pass: exact blocks of mixed tensors, compared in full.
-	slices.SortFunc(fixups, func(a, b *pair) int { return slices.Index(pairs, a) - slices.Index(pairs, b) })
+	slices.SortFunc(fixups, func(a, b *Pair) int { return slices.Index(pairs, a) - slices.Index(pairs, b) })
 	var jobs []*job
 	for _, p := range fixups {
 		n := 0
 		for b, ex := range p.exact {
 			if ex {
-				jobs = append(jobs, p.blocks.job(&fs, p, uint64(b)))
+				jobs = append(jobs, p.blocks.job(p, uint64(b)))
 				total.Add(int64(jobs[len(jobs)-1].fills[0].size + jobs[len(jobs)-1].fills[1].size))
 				n++
 			}
@@ -103,7 +94,7 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 		p.remaining.Store(int64(n))
 	}
 	i := 0
-	err := schedule(ctx, fs.readers, opt, func() (*job, bool) {
+	err := schedule(ctx, readers, opt, func() (*job, bool) {
 		if i == len(jobs) {
 			return nil, false
 		}
@@ -115,7 +106,7 @@ func run(ctx context.Context, pairs []*pair, workers, readAhead int, progress fu
 
 // record stores a block's result: its statistics, or nil when the block
 // was found exact without them.
-func (p *pair) record(block int, part *partial) {
+func (p *Pair) record(block int, part *partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.parts == nil {
@@ -132,20 +123,21 @@ func (p *pair) record(block int, part *partial) {
 }
 
 // needsFixup reports a tensor with both exact blocks and others.
-func (p *pair) needsFixup() bool {
+func (p *Pair) needsFixup() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dirty && slices.Contains(p.exact, true)
 }
 
 // finish merges a pair's blocks, in order, into its statistics.
-func (p *pair) finish() {
+func (p *Pair) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := &p.stats
+	s := &p.Stats
+	s.WithinRounding = p.rounding.Load()
 	if !p.dirty {
 		// Every block exact: bit-identical, or an exact upcast.
-		s.BitIdentical = p.pub.t.DType == p.exp.t.DType
+		s.BitIdentical = p.Published.DType == p.Exported.DType
 		s.RelL2, s.Cosine, s.Constant = 0, 1, true
 		p.parts, p.exact = nil, nil
 		return
@@ -157,24 +149,24 @@ func (p *pair) finish() {
 	p.parts, p.exact = nil, nil
 	s.Mismatches = t.mismatches
 	s.NonFinite = t.nonfinite
-	s.BitIdentical = !t.bitDiff && p.pub.t.DType == p.exp.t.DType
-	lanes := float64(p.pub.t.DType.Lanes())
-	s.MeanAbsDiff = Float(t.sumAbs / max(float64(t.n)*lanes, 1))
-	s.MaxAbsDiff = Float(t.maxAbs)
+	s.BitIdentical = !t.bitDiff && p.Published.DType == p.Exported.DType
+	lanes := float64(p.Published.DType.Lanes())
+	s.MeanAbsDiff = t.sumAbs / max(float64(t.n)*lanes, 1)
+	s.MaxAbsDiff = t.maxAbs
 	if t.hasMax {
-		s.MaxAt = unravel(t.maxIdx, p.pub.t.Shape)
-		s.PublishedAt, s.ExportedAt = Float(t.maxP), Float(t.maxE)
+		s.MaxAt = unravel(t.maxIdx, p.Published.Shape)
+		s.PublishedAt, s.ExportedAt = t.maxP, t.maxE
 	} else {
-		s.PublishedAt, s.ExportedAt = Float(math.NaN()), Float(math.NaN())
+		s.PublishedAt, s.ExportedAt = math.NaN(), math.NaN()
 	}
 	if t.hasNaN {
-		s.NonFiniteAt = unravel(t.nanIdx, p.pub.t.Shape)
+		s.NonFiniteAt = unravel(t.nanIdx, p.Published.Shape)
 	}
-	s.RelL2 = Float(math.Sqrt(t.sumD2) / math.Sqrt(t.sumP2))
+	s.RelL2 = math.Sqrt(t.sumD2) / math.Sqrt(t.sumP2)
 	if t.sumD2 == 0 {
 		s.RelL2 = 0
 	}
-	s.Cosine = Float(t.sumPE / (math.Sqrt(t.sumP2) * math.Sqrt(t.sumE2)))
+	s.Cosine = t.sumPE / (math.Sqrt(t.sumP2) * math.Sqrt(t.sumE2))
 	s.Constant = !(t.pVaries && t.eVaries)
 }
 

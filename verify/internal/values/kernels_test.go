@@ -1,10 +1,11 @@
-package verify
+package values
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os/exec"
@@ -14,8 +15,6 @@ import (
 
 	"github.com/x448/float16"
 
-	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -184,12 +183,13 @@ func kernelCase(pd, ed safetensors.DType, n int, seed uint64, specials bool) (p,
 	return encode(pd, pv), encode(ed, ev)
 }
 
-// comparablePairs lists every pair of dtypes whose values compare.
+// comparablePairs lists every pair of dtypes whose values compare: the
+// decodable ones, complex only with complex.
 func comparablePairs() [][2]safetensors.DType {
 	var out [][2]safetensors.DType
 	for _, p := range safetensors.DTypes() {
 		for _, e := range safetensors.DTypes() {
-			if p.Decodable() && e.Decodable() && uncomparable(p, e) == "" {
+			if p.Decodable() && e.Decodable() && (p == e || p != safetensors.C64 && e != safetensors.C64) {
 				out = append(out, [2]safetensors.DType{p, e})
 			}
 		}
@@ -328,44 +328,28 @@ func TestGeneratedKernelsUpToDate(t *testing.T) {
 // rounding.
 func TestKernelsServeTransposedTiles(t *testing.T) {
 	const rows, cols = 40, 16
-	defer func(b uint64) { blockElems = b }(blockElems)
-	blockElems = 4 * cols
+	defer SetBlocking(4*cols, 0)()
 	p, e := kernelCase(safetensors.BF16, safetensors.F32, rows*cols, 5, true)
 	eT := make([]byte, len(e))
 	transpose(eT, e, &tile{rows: rows, cols: cols, elem: 4})
-	source := func(dtype safetensors.DType, shape []uint64, data []byte) []Source {
-		var buf bytes.Buffer
-		w := safetensors.NewWriter(&buf)
-		if err := w.Add("x", dtype, shape, data); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []Source{{Tensor: f.Tensors[0], Shard: &checkpoint.Shard{Name: "m", File: f}}}
+	readers := []io.ReaderAt{bytes.NewReader(p), bytes.NewReader(e), bytes.NewReader(eT)}
+	operand := func(dtype safetensors.DType, file, size int) Operand {
+		return Operand{DType: dtype, Shape: []uint64{rows, cols}, Segments: []Segment{{File: file, Length: uint64(size)}}}
 	}
-	logical := func(dtype safetensors.DType, size int) adapter.Tensor {
-		return adapter.Tensor{Name: "x", DType: dtype, Shape: []uint64{rows, cols}, Segments: []adapter.Segment{{Length: uint64(size)}}}
-	}
-	ps := source(safetensors.BF16, []uint64{rows, cols}, p)
 	for _, m := range []kernelMode{kernelsAuto, kernelsPortable} {
 		withKernels(m, func() {
-			plain := newPair("x", logical(safetensors.BF16, len(p)), logical(safetensors.F32, len(e)), ps, source(safetensors.F32, []uint64{rows, cols}, e))
-			tiled := newPair("x", logical(safetensors.BF16, len(p)), logical(safetensors.F32, len(e)), ps, source(safetensors.F32, []uint64{cols, rows}, eT))
-			tiled.exp.transposed = true
-			for _, pr := range []*pair{plain, tiled} {
-				pr.tol = Tolerance{Rtol: 1e-2}
-			}
-			if _, err := run(context.Background(), []*pair{plain, tiled}, 2, 2, nil); err != nil {
+			tol := Tolerance{Rtol: 1e-2}
+			plain := &Pair{Published: operand(safetensors.BF16, 0, len(p)), Exported: operand(safetensors.F32, 1, len(e)), Tolerance: tol}
+			tiled := &Pair{Published: operand(safetensors.BF16, 0, len(p)), Exported: operand(safetensors.F32, 2, len(eT)), Tolerance: tol}
+			tiled.Exported.Transposed = true
+			if _, err := Run(context.Background(), readers, []*Pair{plain, tiled}, Options{Workers: 2, ReadAhead: 2}); err != nil {
 				t.Fatal(err)
 			}
 			if !tiled.blocks.byRows {
 				t.Fatalf("blocking: tiled %+v", tiled.blocks)
 			}
-			g, w := tiled.stats, plain.stats
-			close := func(a, b Float) bool { return math.Abs(float64(a-b)) <= 1e-12*math.Max(1, math.Abs(float64(b))) }
+			g, w := tiled.Stats, plain.Stats
+			close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
 			if g.Mismatches != w.Mismatches || w.Mismatches == 0 || g.MaxAbsDiff != w.MaxAbsDiff || !slices.Equal(g.MaxAt, w.MaxAt) ||
 				g.NonFinite != w.NonFinite || !close(g.RelL2, w.RelL2) || !close(g.Cosine, w.Cosine) || !close(g.MeanAbsDiff, w.MeanAbsDiff) {
 				t.Errorf("kernels %d: transposed export\n got %+v\nwant %+v", m, g, w)
@@ -393,5 +377,66 @@ func TestF16UpcastExact(t *testing.T) {
 			t.Errorf("a flipped bit in byte %d went unnoticed", at)
 		}
 		e[at] ^= 1
+	}
+}
+
+func TestBF16UpcastEqual(t *testing.T) {
+	const n = 37 // words and a tail
+	p := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(p[2*i:], uint16(0x3F80+i*7))
+	}
+	e := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(e[4*i:], uint32(binary.LittleEndian.Uint16(p[2*i:]))<<16)
+	}
+	if !bf16UpcastEqual(p, e) {
+		t.Fatal("an exact upcast must compare equal")
+	}
+	for i := range 4 * n {
+		e[i] ^= 1
+		if bf16UpcastEqual(p, e) {
+			t.Errorf("a flipped bit in byte %d went unnoticed", i)
+		}
+		e[i] ^= 1
+	}
+	// Unaligned slices take the bytewise path.
+	if !bf16UpcastEqual(append([]byte{0}, p...)[1:], append([]byte{0}, e...)[1:]) {
+		t.Error("unaligned exact upcast must compare equal")
+	}
+}
+
+func TestRoundsTo(t *testing.T) {
+	le := binary.LittleEndian
+	bf := func(v ...uint16) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint16(b, x)
+		}
+		return b
+	}
+	f32 := func(v ...uint32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint32(b, x)
+		}
+		return b
+	}
+	tests := []struct {
+		p, e []byte
+		ok   bool
+	}{
+		{bf(0x3F80), f32(0x3F80_0000), true},
+		{bf(0x3F80), f32(0x3F80_7FFF), true},  // below the tie
+		{bf(0x3F80), f32(0x3F80_8000), true},  // the tie, to even
+		{bf(0x3F81), f32(0x3F81_8000), false}, // the tie, to even: 0x3F82
+		{bf(0x3F80), f32(0x3F80_8001), false},
+		{bf(0x7FC0), f32(0x7FC0_1234), true}, // NaN to NaN
+		{bf(0x3F80), f32(0x7FC0_0000), false},
+	}
+	for _, tt := range tests {
+		if got := roundsTo(safetensors.BF16, tt.p, tt.e); got != tt.ok {
+			t.Errorf("%x vs %x: %v", tt.p, tt.e, got)
+		}
 	}
 }

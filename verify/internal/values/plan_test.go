@@ -1,4 +1,4 @@
-package verify
+package values
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -150,45 +148,35 @@ func TestTranspose(t *testing.T) {
 // permutation, and a transposed operand, and checks the bytes each block
 // reads.
 func TestPlanSpans(t *testing.T) {
-	var buf bytes.Buffer
-	w := safetensors.NewWriter(&buf)
-	// x: U8 [4, 3] = 0..11
-	w.Add("x", safetensors.U8, []uint64{4, 3}, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
-	w.Close()
-	f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := &checkpoint.Shard{Name: "m", File: f}
-	src := []Source{{Tensor: f.Tensors[0], Shard: shard}}
-	whole := adapter.Tensor{Name: "x", DType: safetensors.U8, Shape: []uint64{4, 3}, Segments: []adapter.Segment{{Source: 0, Length: 12}}}
+	// x: U8 [4, 3] = 0..11, after 5 other bytes of the file.
+	data := []byte{99, 99, 99, 99, 99, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	readers := []io.ReaderAt{bytes.NewReader(data)}
+	whole := Operand{DType: safetensors.U8, Shape: []uint64{4, 3}, Segments: []Segment{{File: 0, Offset: 5, Length: 12}}}
 	permuted := whole
-	permuted.Segments = []adapter.Segment{{Source: 0, Offset: 6, Length: 6}, {Source: 0, Offset: 0, Length: 6}}
-	transposed := adapter.Tensor{Name: "x", DType: safetensors.U8, Shape: []uint64{3, 4}, Segments: whole.Segments}
-	defer func(b, t uint64) { blockElems, tileBytes = b, t }(blockElems, tileBytes)
-	blockElems, tileBytes = 5, 4 // a tile of one logical row of 4 U8
+	permuted.Segments = []Segment{{File: 0, Offset: 5 + 6, Length: 6}, {File: 0, Offset: 5, Length: 6}}
+	transposed := Operand{DType: safetensors.U8, Shape: []uint64{3, 4}, Segments: whole.Segments}
+	transposedStored := transposed
+	transposedStored.Transposed = true
+	defer SetBlocking(5, 4)() // a tile of one logical row of 4 U8
 	tests := []struct {
 		name     string
-		pub, exp operand
+		pub, exp Operand
 		want     [][]byte // the exported side's bytes, block by block
 	}{
-		{"rename", operand{t: whole, src: src}, operand{t: whole, src: src}, [][]byte{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11}}},
-		{"permuted rows", operand{t: whole, src: src}, operand{t: permuted, src: src}, [][]byte{{6, 7, 8, 9, 10}, {11, 0, 1, 2, 3}, {4, 5}}},
+		{"rename", whole, whole, [][]byte{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}, {10, 11}}},
+		{"permuted rows", whole, permuted, [][]byte{{6, 7, 8, 9, 10}, {11, 0, 1, 2, 3}, {4, 5}}},
 		// The logical [3, 4] is the stored [4, 3] transposed; a block holds
 		// whole rows (5 elements hold 1 row of 4).
-		{"transposed", operand{t: transposed, src: src}, operand{t: transposed, src: src, transposed: true},
-			[][]byte{{0, 3, 6, 9}, {1, 4, 7, 10}, {2, 5, 8, 11}}},
+		{"transposed", transposed, transposedStored, [][]byte{{0, 3, 6, 9}, {1, 4, 7, 10}, {2, 5, 8, 11}}},
 	}
 	for _, tt := range tests {
-		p := &pair{pub: tt.pub, exp: tt.exp}
-		p.stats.Elements = 12
+		p := &Pair{Published: tt.pub, Exported: tt.exp}
 		b := newBlocking(p)
-		var fs files
 		var jobs []*job
 		for k := range b.blocks {
-			jobs = append(jobs, b.job(&fs, p, k))
+			jobs = append(jobs, b.job(p, k))
 		}
-		got := runJobs(t, fs.readers, jobs, schedulerOptions{workers: 1, readAhead: 1})
+		got := runJobs(t, readers, jobs, schedulerOptions{workers: 1, readAhead: 1})
 		if len(got) != len(tt.want) {
 			t.Fatalf("%s: %d blocks, want %d", tt.name, len(got), len(tt.want))
 		}

@@ -2,7 +2,7 @@
 
 //go:build !purego
 
-package verify
+package values
 
 import "github.com/ckptcheck/ckptcheck/safetensors"
 

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package verify
+package values
 
 import "github.com/ckptcheck/ckptcheck/safetensors"
 

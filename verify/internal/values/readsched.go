@@ -1,4 +1,4 @@
-package verify
+package values
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 
 // The read scheduler is the one place that reads tensor bytes. Work comes
 // as jobs, each saying how to fill one buffer per side: byte spans of the
-// sources' data sections, read in order into the buffer, and optionally a
-// tile to transpose in memory after the read. Readers fill buffers ahead of
+// readers, read in order into the buffer, and optionally a tile to
+// transpose in memory after the read. Readers fill buffers ahead of
 // the workers, with a bounded number of reads in flight and a bounded pool
 // of buffers; workers consume filled jobs.
 
-// A span is bytes [off, off+n) of the data section of file.
+// A span is bytes [off, off+n) of the reader file.
 type span struct {
 	file int
 	off  int64
@@ -39,7 +39,7 @@ type fill struct {
 // worker needs to consume it.
 type job struct {
 	fills [2]fill
-	pair  *pair
+	pair  *Pair
 	block int
 	start uint64 // first element
 	n     uint64 // elements

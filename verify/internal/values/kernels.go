@@ -1,4 +1,4 @@
-package verify
+package values
 
 import (
 	"bytes"
@@ -117,16 +117,6 @@ func roundsTo(pd safetensors.DType, p, e []byte) bool {
 		}
 	}
 	return true
-}
-
-// roundingTolerance is the tolerance that accepts any difference within a
-// dtype's rounding: half a unit in the last place, relative (and absolute
-// for F16's subnormals).
-func roundingTolerance(d safetensors.DType) Tolerance {
-	if d == safetensors.F16 {
-		return Tolerance{Atol: math.Ldexp(1, -25), Rtol: math.Ldexp(1, -11)}
-	}
-	return Tolerance{Rtol: math.Ldexp(1, -8)}
 }
 
 // littleEndian is true on the hosts safetensors files are native to; only

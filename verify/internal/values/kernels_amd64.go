@@ -1,6 +1,6 @@
 //go:build !purego
 
-package verify
+package values
 
 // The AVX2 loops (kernels_amd64.s) run where the CPU has AVX2 and the
 // operating system saves the 256-bit registers; the F16 ones also need F16C.

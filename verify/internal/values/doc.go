@@ -1,0 +1,16 @@
+// Package values is ckptcheck's value engine: it compares pairs of logical
+// tensors element by element and gives numbers, never judgements.
+//
+// A Pair is two Operands, each a dtype, a logical shape and the Segments
+// (byte ranges of io.ReaderAt's) that hold its elements in row-major order,
+// possibly transposed. Run cuts every pair into blocks fixed by the shapes
+// alone (the read plan, plan.go), reads them through one read scheduler
+// that coalesces spans, reads ahead and bounds the reads and buffers in
+// flight (readsched.go), and measures each block with the kernels: an exact
+// check on the bytes where the dtypes allow it (equal bytes need no
+// decoding), else fused decode-and-statistics loops (kernels_stats.go, the
+// generated kernels_gen.go and the AVX2 kernels_amd64.s). Blocks merge in
+// order into each pair's Stats, so the numbers do not depend on
+// scheduling. Findings, codes and report data are the caller's (package
+// verify).
+package values
