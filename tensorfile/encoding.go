@@ -22,7 +22,10 @@ func (b Block) Size(n uint64) (size uint64, ok bool) {
 		return 0, false
 	}
 	hi, lo := bits.Mul64(n/b.Elements, b.Bytes)
-	return lo, hi == 0
+	if hi != 0 {
+		return 0, false
+	}
+	return lo, true
 }
 
 // An Encoding is a block encoding whose blocks carry their own scales, so
