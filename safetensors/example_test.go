@@ -3,7 +3,6 @@ package safetensors_test
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,24 +54,4 @@ func ExampleFormatError() {
 		fmt.Println(f == nil, fe.Kind, len(fe.File.Tensors), fe.Trailing())
 	}
 	// Output: true metadata_incomplete_buffer 1 false
-}
-
-func ExampleDecodeFloat64() {
-	vals := make([]float64, 3)
-	safetensors.DecodeFloat64(safetensors.F8_E4M3, []byte{0x38, 0x7E, 0x7F}, vals)
-	fmt.Println(vals)
-	// Output: [1 448 NaN]
-}
-
-func ExampleDType_UnmarshalText() {
-	// Dtypes are their header names in JSON, both ways.
-	var row struct {
-		DType safetensors.DType `json:"dtype"`
-	}
-	err := json.Unmarshal([]byte(`{"dtype":"BF16"}`), &row)
-	fmt.Println(row.DType, row.DType.Bits(), err)
-	fmt.Println(json.Unmarshal([]byte(`{"dtype":"bfloat16"}`), &row))
-	// Output:
-	// BF16 16 <nil>
-	// unknown dtype "bfloat16"
 }

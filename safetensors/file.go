@@ -9,9 +9,9 @@ import (
 	"math/bits"
 	"os"
 	"slices"
-	"strconv"
 
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // MaxHeaderSize is the largest header the reference implementation accepts.
@@ -27,17 +27,7 @@ type TensorInfo struct {
 
 // NumElements is the product of the shape (1 for a scalar). ok is false when
 // the product overflows 64 bits.
-func (t TensorInfo) NumElements() (n uint64, ok bool) {
-	n = 1
-	for _, d := range t.Shape {
-		hi, lo := bits.Mul64(n, d)
-		if hi != 0 {
-			return 0, false
-		}
-		n = lo
-	}
-	return n, true
-}
+func (t TensorInfo) NumElements() (n uint64, ok bool) { return tensorfile.NumElements(t.Shape) }
 
 // Size is the length of the tensor's data in bytes, from its offsets (0
 // when they are reversed).
@@ -46,18 +36,6 @@ func (t TensorInfo) Size() uint64 {
 		return 0
 	}
 	return t.DataOffsets[1] - t.DataOffsets[0]
-}
-
-// FormatShape writes a shape as "[151936, 2560]"; a scalar is "[]".
-func FormatShape(shape []uint64) string {
-	b := []byte{'['}
-	for i, d := range shape {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = strconv.AppendUint(b, d, 10)
-	}
-	return string(append(b, ']'))
 }
 
 // A Tensor is a tensor of an open File: its header entry, and its bytes

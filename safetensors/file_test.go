@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // raw builds a file: the 8-byte length of header, header, then data zero bytes.
@@ -370,53 +371,6 @@ func TestWriterRefuses(t *testing.T) {
 	}
 }
 
-func TestLookupDType(t *testing.T) {
-	for name, want := range map[string]DType{"bf16": BF16, "BF16": BF16, "bfloat16": BF16, "torch.float32": F32,
-		"fp16": F16, "half": F16, "F8_E4M3": F8_E4M3, "float8_e4m3fn": F8_E4M3, "i64": I64, "int64": I64} {
-		if got, ok := LookupDType(name); !ok || got != want {
-			t.Errorf("LookupDType(%q) = %v, %v; want %v", name, got, ok, want)
-		}
-	}
-	if _, ok := LookupDType("float128"); ok {
-		t.Error("float128 is no dtype")
-	}
-}
-
-// TestDTypes checks the dtype table against the reference's Dtype enum
-// (safetensors/src/tensor.rs), written out here: every dtype it has, with
-// its bit width, and no other.
-func TestDTypes(t *testing.T) {
-	bits := map[string]int{"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
-		"F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
-		"U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
-	var listed []string
-	for _, d := range DTypes() {
-		listed = append(listed, d.String())
-	}
-	if want := slices.Sorted(maps.Keys(bits)); !slices.Equal(slices.Sorted(slices.Values(listed)), want) {
-		t.Errorf("DTypes() = %v, want the reference's %v", listed, want)
-	}
-	for name, want := range bits {
-		d, ok := ParseDType(name)
-		if !ok || d.Bits() != want || d.String() != name {
-			t.Errorf("%s: parsed %v %v, bits %d, want %d", name, d, ok, d.Bits(), want)
-		}
-		// As JSON (reports), a dtype is its name, and reads back.
-		text, err := d.MarshalText()
-		var back DType
-		if err != nil || string(text) != name || back.UnmarshalText(text) != nil || back != d {
-			t.Errorf("%s: text %q, %v; read back as %v", name, text, err, back)
-		}
-	}
-	var d DType
-	if err := d.UnmarshalText([]byte("bf16")); err == nil {
-		t.Error("UnmarshalText(bf16): header names are case-sensitive")
-	}
-	if _, ok := ParseDType("bf16"); ok {
-		t.Error("dtype names are case-sensitive")
-	}
-}
-
 // FuzzNewFile checks that no input panics or allocates by a number in it, and
 // that whatever is accepted tiles the data section exactly.
 func FuzzNewFile(f *testing.F) {
@@ -439,6 +393,16 @@ func FuzzNewFile(f *testing.F) {
 				t.Fatalf("accepted inconsistent tensor %+v", ti)
 			}
 			total += ti.Size()
+		}
+		if prefix := b[:min(len(b), tensorfile.SniffLen)]; !(format{}).Sniff(prefix, int64(len(b))) &&
+			len(bytes.TrimLeft(prefix[8:], " \t\r\n")) > 0 {
+			t.Fatalf("accepted file does not sniff as safetensors: %q", prefix)
+		}
+		for i := range file.NumTensors() {
+			ti, want := file.TensorInfo(i), file.Tensors[i]
+			if ti.Offset != file.DataOffset()+int64(want.DataOffsets[0]) || uint64(ti.Size) != want.Size() {
+				t.Fatalf("TensorInfo(%d) = %+v, header says %+v", i, ti, want.TensorInfo)
+			}
 		}
 		if total != uint64(len(b))-8-file.HeaderSize {
 			t.Fatalf("tensors hold %d bytes, data section is %d", total, uint64(len(b))-8-file.HeaderSize)

@@ -79,7 +79,7 @@ func (w *Writer) Close() error {
 // byteSize is the size of a tensor's data, checked to fill whole bytes and
 // to stay far from overflow.
 func byteSize(t TensorInfo) (uint64, error) {
-	if t.DType >= numDTypes {
+	if !t.DType.Valid() {
 		return 0, fmt.Errorf("safetensors: tensor %q: invalid dtype %v", t.Name, t.DType)
 	}
 	n, ok := t.NumElements()

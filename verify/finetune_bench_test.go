@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
@@ -93,7 +94,7 @@ func finetuneFixtures(b *testing.B) []finetunePair {
 func upcastF16(t fixture.Tensor) fixture.Tensor {
 	vals := make([]float32, len(t.Data)/2)
 	for i := range vals {
-		vals[i] = safetensors.F16ToFloat32(uint16(t.Data[2*i]) | uint16(t.Data[2*i+1])<<8)
+		vals[i] = quant.F16ToFloat32(uint16(t.Data[2*i]) | uint16(t.Data[2*i+1])<<8)
 	}
 	return fixture.Tensor{Name: t.Name, DType: safetensors.F32, Shape: t.Shape, Data: fixture.Encode(vals, safetensors.F32)}
 }

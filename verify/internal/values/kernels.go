@@ -8,6 +8,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -35,7 +36,7 @@ func exactBlock(pd, ed safetensors.DType, p, e []byte) bool {
 			h := binary.LittleEndian.Uint16(p[i:])
 			v := t[h]
 			if v != v { // a NaN keeps its own bits
-				v32 := safetensors.F16ToFloat32(h)
+				v32 := quant.F16ToFloat32(h)
 				if math.Float32bits(v32) != binary.LittleEndian.Uint32(e[2*i:]) {
 					return false
 				}

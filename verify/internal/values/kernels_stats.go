@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -181,8 +182,8 @@ func (k *kernel) fast(b *block, off, m uint64) {
 // decode decodes values [off, off+m) of both sides into k.pf and k.ef.
 func (k *kernel) decode(b *block, off, m uint64) {
 	i, j := off/b.vl, (off+m)/b.vl
-	safetensors.DecodeFloat64(b.pd, b.p[i*b.psz:j*b.psz], k.pf[:m])
-	safetensors.DecodeFloat64(b.ed, b.e[i*b.esz:j*b.esz], k.ef[:m])
+	quant.DecodeFloat64(b.pd, b.p[i*b.psz:j*b.psz], k.pf[:m])
+	quant.DecodeFloat64(b.ed, b.e[i*b.esz:j*b.esz], k.ef[:m])
 }
 
 // slowChunk does values [off, off+m) of a block one by one: finite pairs
@@ -258,7 +259,7 @@ func finiteLanes(s *[lanes]float64) bool {
 func decodeAt(d safetensors.DType, b []byte, i uint64) float64 {
 	var v [2]float64
 	size := uint64(d.Bits() / 8)
-	safetensors.DecodeFloat64(d, b[i*size:(i+1)*size], v[:])
+	quant.DecodeFloat64(d, b[i*size:(i+1)*size], v[:])
 	return v[0]
 }
 
@@ -296,8 +297,8 @@ func intMismatches(pd, ed safetensors.DType, p, e []byte, n uint64) uint64 {
 	psz, esz := uint64(pd.Bits()/8), uint64(ed.Bits()/8)
 	var out uint64
 	for i := range n {
-		pn, pm := safetensors.DecodeInt(pd, p[i*psz:])
-		en, em := safetensors.DecodeInt(ed, e[i*esz:])
+		pn, pm := quant.DecodeInt(pd, p[i*psz:])
+		en, em := quant.DecodeInt(ed, e[i*esz:])
 		if pn != en || pm != em {
 			out++
 		}
@@ -321,7 +322,7 @@ func valueTable(d safetensors.DType) *[1 << 16]float64 {
 		binary.LittleEndian.PutUint16(all[2*h:], uint16(h))
 	}
 	t := new([1 << 16]float64)
-	safetensors.DecodeFloat64(d, all[:], t[:])
+	quant.DecodeFloat64(d, all[:], t[:])
 	return t
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -34,8 +35,8 @@ func withKernels(m kernelMode, f func()) {
 func oracle(pd, ed safetensors.DType, p, e []byte, base, n uint64, tol Tolerance) partial {
 	vl := uint64(pd.Lanes())
 	pf, ef := make([]float64, n*vl), make([]float64, n*vl)
-	safetensors.DecodeFloat64(pd, p, pf)
-	safetensors.DecodeFloat64(ed, e, ef)
+	quant.DecodeFloat64(pd, p, pf)
+	quant.DecodeFloat64(ed, e, ef)
 	r := partial{n: n, bitDiff: pd != ed || !bytes.Equal(p, e)}
 	if n == 0 {
 		return r
@@ -83,8 +84,8 @@ func oracle(pd, ed safetensors.DType, p, e []byte, base, n uint64, tol Tolerance
 	if pd.IsInteger() && ed.IsInteger() && tol == (Tolerance{}) {
 		out = 0
 		for i := range n {
-			pn, pm := safetensors.DecodeInt(pd, p[i*psz:])
-			en, em := safetensors.DecodeInt(ed, e[i*esz:])
+			pn, pm := quant.DecodeInt(pd, p[i*psz:])
+			en, em := quant.DecodeInt(ed, e[i*esz:])
 			if pn != en || pm != em {
 				out++
 			}
@@ -366,7 +367,7 @@ func TestF16UpcastExact(t *testing.T) {
 	e := make([]byte, 4<<16)
 	for h := range 1 << 16 {
 		binary.LittleEndian.PutUint16(p[2*h:], uint16(h))
-		binary.LittleEndian.PutUint32(e[4*h:], math.Float32bits(safetensors.F16ToFloat32(uint16(h))))
+		binary.LittleEndian.PutUint32(e[4*h:], math.Float32bits(quant.F16ToFloat32(uint16(h))))
 	}
 	if !exactBlock(safetensors.F16, safetensors.F32, p, e) {
 		t.Fatal("the exact upcast of every F16 value must compare exact")

@@ -1,4 +1,4 @@
-package safetensors
+package quant
 
 import (
 	"encoding/binary"
@@ -6,33 +6,22 @@ import (
 	"sync"
 
 	"github.com/x448/float16"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // Decoding: how each dtype's little-endian bytes become numbers. Floating
 // dtypes decode to float64 exactly (every value of every dtype here is a
 // float64); F4 and the F6 types are not decoded and compare bit for bit.
 
-// Decodable reports whether DecodeFloat64 handles d: every dtype but the
-// sub-byte F4, F6_E2M3 and F6_E3M2.
-func (d DType) Decodable() bool { return d < numDTypes && d.Bits()%8 == 0 }
-
-// Lanes is how many float64 values one element decodes to: 2 for the
-// complex C64 (real, imaginary), else 1.
-func (d DType) Lanes() int {
-	if d == C64 {
-		return 2
-	}
-	return 1
-}
-
 // DecodeFloat64 decodes the elements in src, which must hold whole
 // elements of d, into dst (d.Lanes() values per element) and returns how
 // many values it wrote. Integers above 2^53 round to the nearest float64.
-func DecodeFloat64(d DType, src []byte, dst []float64) int {
+func DecodeFloat64(d tensorfile.DType, src []byte, dst []float64) int {
 	size := d.Bits() / 8
 	n := min(len(src)/max(size, 1), len(dst)/d.Lanes())
 	switch d {
-	case BF16:
+	case tensorfile.BF16:
 		// The hot decode of fine-tune comparisons: four values a word.
 		src, dst := src[:2*n], dst[:n]
 		i := 0
@@ -47,59 +36,59 @@ func DecodeFloat64(d DType, src []byte, dst []float64) int {
 		for ; i < n; i++ {
 			dst[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16))
 		}
-	case F16:
+	case tensorfile.F16:
 		t := f16Table()
 		for i := range n {
 			dst[i] = float64(t[binary.LittleEndian.Uint16(src[2*i:])])
 		}
-	case F32:
+	case tensorfile.F32:
 		src, dst := src[:4*n], dst[:n]
 		for i := range dst {
 			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:])))
 		}
-	case C64:
+	case tensorfile.C64:
 		for i := range 2 * n {
 			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:])))
 		}
 		return 2 * n
-	case F64:
+	case tensorfile.F64:
 		for i := range n {
 			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:]))
 		}
-	case F8_E4M3, F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0:
+	case tensorfile.F8_E4M3, tensorfile.F8_E5M2, tensorfile.F8_E4M3FNUZ, tensorfile.F8_E5M2FNUZ, tensorfile.F8_E8M0:
 		t := f8Tables[d]
 		for i := range n {
 			dst[i] = float64(t[src[i]])
 		}
-	case BOOL, U8:
+	case tensorfile.BOOL, tensorfile.U8:
 		for i := range n {
 			dst[i] = float64(src[i])
 		}
-	case I8:
+	case tensorfile.I8:
 		for i := range n {
 			dst[i] = float64(int8(src[i]))
 		}
-	case I16:
+	case tensorfile.I16:
 		for i := range n {
 			dst[i] = float64(int16(binary.LittleEndian.Uint16(src[2*i:])))
 		}
-	case U16:
+	case tensorfile.U16:
 		for i := range n {
 			dst[i] = float64(binary.LittleEndian.Uint16(src[2*i:]))
 		}
-	case I32:
+	case tensorfile.I32:
 		for i := range n {
 			dst[i] = float64(int32(binary.LittleEndian.Uint32(src[4*i:])))
 		}
-	case U32:
+	case tensorfile.U32:
 		for i := range n {
 			dst[i] = float64(binary.LittleEndian.Uint32(src[4*i:]))
 		}
-	case I64:
+	case tensorfile.I64:
 		for i := range n {
 			dst[i] = float64(int64(binary.LittleEndian.Uint64(src[8*i:])))
 		}
-	case U64:
+	case tensorfile.U64:
 		for i := range n {
 			dst[i] = float64(binary.LittleEndian.Uint64(src[8*i:]))
 		}
@@ -109,30 +98,27 @@ func DecodeFloat64(d DType, src []byte, dst []float64) int {
 	return n
 }
 
-// IsInteger reports whether d holds integers (BOOL included).
-func (d DType) IsInteger() bool { return d < numDTypes && !d.IsFloat() }
-
 // DecodeInt decodes one integer element of d (BOOL, U8, ..., U64) exactly:
 // its sign and magnitude, so that I64 and U64 values compare without
 // rounding.
-func DecodeInt(d DType, b []byte) (negative bool, magnitude uint64) {
+func DecodeInt(d tensorfile.DType, b []byte) (negative bool, magnitude uint64) {
 	var v int64
 	switch d {
-	case BOOL, U8:
+	case tensorfile.BOOL, tensorfile.U8:
 		return false, uint64(b[0])
-	case U16:
+	case tensorfile.U16:
 		return false, uint64(binary.LittleEndian.Uint16(b))
-	case U32:
+	case tensorfile.U32:
 		return false, uint64(binary.LittleEndian.Uint32(b))
-	case U64:
+	case tensorfile.U64:
 		return false, binary.LittleEndian.Uint64(b)
-	case I8:
+	case tensorfile.I8:
 		v = int64(int8(b[0]))
-	case I16:
+	case tensorfile.I16:
 		v = int64(int16(binary.LittleEndian.Uint16(b)))
-	case I32:
+	case tensorfile.I32:
 		v = int64(int32(binary.LittleEndian.Uint32(b)))
-	case I64:
+	case tensorfile.I64:
 		v = int64(binary.LittleEndian.Uint64(b))
 	}
 	if v < 0 {
@@ -164,16 +150,16 @@ func f16Table() *[1 << 16]float32 {
 func F16ToFloat32(bits uint16) float32 { return f16Table()[bits] }
 
 // f8Tables hold the 256 values of each 8-bit float, indexed by dtype.
-var f8Tables = func() (t [numDTypes]*[256]float32) {
-	for _, d := range []DType{F8_E5M2, F8_E4M3, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0} {
+var f8Tables = func() (t [tensorfile.F8_E5M2FNUZ + 1]*[256]float32) {
+	for _, d := range []tensorfile.DType{tensorfile.F8_E5M2, tensorfile.F8_E4M3, tensorfile.F8_E4M3FNUZ, tensorfile.F8_E5M2FNUZ, tensorfile.F8_E8M0} {
 		t[d] = new([256]float32)
 	}
 	for b := range 256 {
-		t[F8_E5M2][b] = miniFloat(uint8(b), 5, 2, 15, true, false)
-		t[F8_E4M3][b] = miniFloat(uint8(b), 4, 3, 7, false, false)
-		t[F8_E4M3FNUZ][b] = miniFloat(uint8(b), 4, 3, 8, false, true)
-		t[F8_E5M2FNUZ][b] = miniFloat(uint8(b), 5, 2, 16, false, true)
-		t[F8_E8M0][b] = e8m0(uint8(b))
+		t[tensorfile.F8_E5M2][b] = miniFloat(uint8(b), 5, 2, 15, true, false)
+		t[tensorfile.F8_E4M3][b] = miniFloat(uint8(b), 4, 3, 7, false, false)
+		t[tensorfile.F8_E4M3FNUZ][b] = miniFloat(uint8(b), 4, 3, 8, false, true)
+		t[tensorfile.F8_E5M2FNUZ][b] = miniFloat(uint8(b), 5, 2, 16, false, true)
+		t[tensorfile.F8_E8M0][b] = e8m0(uint8(b))
 	}
 	return t
 }()

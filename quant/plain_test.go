@@ -1,4 +1,4 @@
-package safetensors
+package quant
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/x448/float16"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 func TestF16AllPatterns(t *testing.T) {
@@ -13,7 +15,7 @@ func TestF16AllPatterns(t *testing.T) {
 	dst := make([]float64, 1)
 	for i := range 1 << 16 {
 		binary.LittleEndian.PutUint16(src, uint16(i))
-		DecodeFloat64(F16, src, dst)
+		DecodeFloat64(tensorfile.F16, src, dst)
 		want := float64(float16.Frombits(uint16(i)).Float32())
 		if dst[0] != want && !(math.IsNaN(dst[0]) && math.IsNaN(want)) {
 			t.Fatalf("F16 %#04x: %v, x448 says %v", i, dst[0], want)
@@ -46,7 +48,7 @@ func TestF16KnownValues(t *testing.T) {
 		if got := float64(F16ToFloat32(tt.bits)); got != tt.want {
 			t.Errorf("F16ToFloat32(%#04x) = %v, want %v", tt.bits, got, tt.want)
 		}
-		if n := DecodeFloat64(F16, binary.LittleEndian.AppendUint16(nil, tt.bits), dst); n != 1 || dst[0] != tt.want {
+		if n := DecodeFloat64(tensorfile.F16, binary.LittleEndian.AppendUint16(nil, tt.bits), dst); n != 1 || dst[0] != tt.want {
 			t.Errorf("DecodeFloat64(F16, %#04x) = %v (%d values), want %v", tt.bits, dst[0], n, tt.want)
 		}
 	}
@@ -58,7 +60,7 @@ func TestF16KnownValues(t *testing.T) {
 	}
 }
 
-func f8(d DType, b byte) float64 {
+func f8(d tensorfile.DType, b byte) float64 {
 	dst := make([]float64, 1)
 	DecodeFloat64(d, []byte{b}, dst)
 	return dst[0]
@@ -67,25 +69,25 @@ func f8(d DType, b byte) float64 {
 func TestF8SpecialValues(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {
-		d    DType
+		d    tensorfile.DType
 		b    byte
 		want float64
 	}{
 		// E4M3 ("fn"): bias 7, no infinities, S.1111.111 is NaN, max 448.
-		{F8_E4M3, 0x00, 0}, {F8_E4M3, 0x38, 1}, {F8_E4M3, 0x7E, 448}, {F8_E4M3, 0xFE, -448},
-		{F8_E4M3, 0x7F, nan}, {F8_E4M3, 0xFF, nan}, {F8_E4M3, 0x78, 256}, {F8_E4M3, 0x08, math.Ldexp(1, -6)},
-		{F8_E4M3, 0x01, math.Ldexp(1, -9)}, {F8_E4M3, 0x07, 7 * math.Ldexp(1, -9)},
+		{tensorfile.F8_E4M3, 0x00, 0}, {tensorfile.F8_E4M3, 0x38, 1}, {tensorfile.F8_E4M3, 0x7E, 448}, {tensorfile.F8_E4M3, 0xFE, -448},
+		{tensorfile.F8_E4M3, 0x7F, nan}, {tensorfile.F8_E4M3, 0xFF, nan}, {tensorfile.F8_E4M3, 0x78, 256}, {tensorfile.F8_E4M3, 0x08, math.Ldexp(1, -6)},
+		{tensorfile.F8_E4M3, 0x01, math.Ldexp(1, -9)}, {tensorfile.F8_E4M3, 0x07, 7 * math.Ldexp(1, -9)},
 		// E5M2: IEEE-like, bias 15, infinities and NaNs, max 57344.
-		{F8_E5M2, 0x3C, 1}, {F8_E5M2, 0x7B, 57344}, {F8_E5M2, 0x7C, math.Inf(1)}, {F8_E5M2, 0xFC, math.Inf(-1)},
-		{F8_E5M2, 0x7D, nan}, {F8_E5M2, 0xFF, nan}, {F8_E5M2, 0x01, math.Ldexp(1, -16)}, {F8_E5M2, 0x80, math.Copysign(0, -1)},
+		{tensorfile.F8_E5M2, 0x3C, 1}, {tensorfile.F8_E5M2, 0x7B, 57344}, {tensorfile.F8_E5M2, 0x7C, math.Inf(1)}, {tensorfile.F8_E5M2, 0xFC, math.Inf(-1)},
+		{tensorfile.F8_E5M2, 0x7D, nan}, {tensorfile.F8_E5M2, 0xFF, nan}, {tensorfile.F8_E5M2, 0x01, math.Ldexp(1, -16)}, {tensorfile.F8_E5M2, 0x80, math.Copysign(0, -1)},
 		// E4M3FNUZ: bias 8, one NaN (0x80), no -0, no infinities, max 240.
-		{F8_E4M3FNUZ, 0x80, nan}, {F8_E4M3FNUZ, 0x40, 1}, {F8_E4M3FNUZ, 0x7F, 240}, {F8_E4M3FNUZ, 0xFF, -240},
-		{F8_E4M3FNUZ, 0x01, math.Ldexp(1, -10)},
+		{tensorfile.F8_E4M3FNUZ, 0x80, nan}, {tensorfile.F8_E4M3FNUZ, 0x40, 1}, {tensorfile.F8_E4M3FNUZ, 0x7F, 240}, {tensorfile.F8_E4M3FNUZ, 0xFF, -240},
+		{tensorfile.F8_E4M3FNUZ, 0x01, math.Ldexp(1, -10)},
 		// E5M2FNUZ: bias 16, one NaN, max 57344.
-		{F8_E5M2FNUZ, 0x80, nan}, {F8_E5M2FNUZ, 0x40, 1}, {F8_E5M2FNUZ, 0x7F, 57344}, {F8_E5M2FNUZ, 0x7C, 32768},
-		{F8_E5M2FNUZ, 0x01, math.Ldexp(1, -17)},
+		{tensorfile.F8_E5M2FNUZ, 0x80, nan}, {tensorfile.F8_E5M2FNUZ, 0x40, 1}, {tensorfile.F8_E5M2FNUZ, 0x7F, 57344}, {tensorfile.F8_E5M2FNUZ, 0x7C, 32768},
+		{tensorfile.F8_E5M2FNUZ, 0x01, math.Ldexp(1, -17)},
 		// E8M0: 2^(b-127), 0xFF NaN, no zero and no sign.
-		{F8_E8M0, 0x7F, 1}, {F8_E8M0, 0x80, 2}, {F8_E8M0, 0x00, math.Ldexp(1, -127)}, {F8_E8M0, 0xFF, nan}, {F8_E8M0, 0xFE, math.Ldexp(1, 127)},
+		{tensorfile.F8_E8M0, 0x7F, 1}, {tensorfile.F8_E8M0, 0x80, 2}, {tensorfile.F8_E8M0, 0x00, math.Ldexp(1, -127)}, {tensorfile.F8_E8M0, 0xFF, nan}, {tensorfile.F8_E8M0, 0xFE, math.Ldexp(1, 127)},
 	}
 	for _, tt := range tests {
 		got := f8(tt.d, tt.b)
@@ -96,9 +98,9 @@ func TestF8SpecialValues(t *testing.T) {
 	// Counts from the specifications: E4M3 has 2 NaNs and no infinities;
 	// E5M2 6 NaNs and 2 infinities; the FNUZ types one NaN and no -0.
 	for _, c := range []struct {
-		d                DType
+		d                tensorfile.DType
 		nans, infs, neg0 int
-	}{{F8_E4M3, 2, 0, 1}, {F8_E5M2, 6, 2, 1}, {F8_E4M3FNUZ, 1, 0, 0}, {F8_E5M2FNUZ, 1, 0, 0}, {F8_E8M0, 1, 0, 0}} {
+	}{{tensorfile.F8_E4M3, 2, 0, 1}, {tensorfile.F8_E5M2, 6, 2, 1}, {tensorfile.F8_E4M3FNUZ, 1, 0, 0}, {tensorfile.F8_E5M2FNUZ, 1, 0, 0}, {tensorfile.F8_E8M0, 1, 0, 0}} {
 		var nans, infs, neg0 int
 		for b := range 256 {
 			v := f8(c.d, byte(b))
@@ -121,23 +123,23 @@ func TestDecodeIntegersAndOthers(t *testing.T) {
 	le := binary.LittleEndian
 	dst := make([]float64, 4)
 	tests := []struct {
-		d    DType
+		d    tensorfile.DType
 		src  []byte
 		want []float64
 	}{
-		{BF16, le.AppendUint16(nil, 0x3F80), []float64{1}},
-		{F32, le.AppendUint32(nil, math.Float32bits(-2.5)), []float64{-2.5}},
-		{F64, le.AppendUint64(nil, math.Float64bits(1e300)), []float64{1e300}},
-		{C64, le.AppendUint32(le.AppendUint32(nil, math.Float32bits(1)), math.Float32bits(-1)), []float64{1, -1}},
-		{I8, []byte{0xFF}, []float64{-1}},
-		{U8, []byte{0xFF}, []float64{255}},
-		{BOOL, []byte{1, 0}, []float64{1, 0}},
-		{I16, le.AppendUint16(nil, 0x8000), []float64{-32768}},
-		{U16, le.AppendUint16(nil, 0x8000), []float64{32768}},
-		{I32, le.AppendUint32(nil, 0xFFFFFFFE), []float64{-2}},
-		{U32, le.AppendUint32(nil, 0xFFFFFFFE), []float64{4294967294}},
-		{I64, le.AppendUint64(nil, 1<<62), []float64{1 << 62}},
-		{U64, le.AppendUint64(nil, 1<<63), []float64{1 << 63}},
+		{tensorfile.BF16, le.AppendUint16(nil, 0x3F80), []float64{1}},
+		{tensorfile.F32, le.AppendUint32(nil, math.Float32bits(-2.5)), []float64{-2.5}},
+		{tensorfile.F64, le.AppendUint64(nil, math.Float64bits(1e300)), []float64{1e300}},
+		{tensorfile.C64, le.AppendUint32(le.AppendUint32(nil, math.Float32bits(1)), math.Float32bits(-1)), []float64{1, -1}},
+		{tensorfile.I8, []byte{0xFF}, []float64{-1}},
+		{tensorfile.U8, []byte{0xFF}, []float64{255}},
+		{tensorfile.BOOL, []byte{1, 0}, []float64{1, 0}},
+		{tensorfile.I16, le.AppendUint16(nil, 0x8000), []float64{-32768}},
+		{tensorfile.U16, le.AppendUint16(nil, 0x8000), []float64{32768}},
+		{tensorfile.I32, le.AppendUint32(nil, 0xFFFFFFFE), []float64{-2}},
+		{tensorfile.U32, le.AppendUint32(nil, 0xFFFFFFFE), []float64{4294967294}},
+		{tensorfile.I64, le.AppendUint64(nil, 1<<62), []float64{1 << 62}},
+		{tensorfile.U64, le.AppendUint64(nil, 1<<63), []float64{1 << 63}},
 	}
 	for _, tt := range tests {
 		n := DecodeFloat64(tt.d, tt.src, dst)
@@ -151,14 +153,14 @@ func TestDecodeIntegersAndOthers(t *testing.T) {
 			}
 		}
 	}
-	if n := DecodeFloat64(F4, []byte{0x12}, dst); n != 0 || F4.Decodable() || !F8_E4M3.Decodable() {
+	if n := DecodeFloat64(tensorfile.F4, []byte{0x12}, dst); n != 0 || tensorfile.F4.Decodable() || !tensorfile.F8_E4M3.Decodable() {
 		t.Error("F4 is compared bit for bit, not decoded")
 	}
-	neg, mag := DecodeInt(I64, le.AppendUint64(nil, 1<<63))
+	neg, mag := DecodeInt(tensorfile.I64, le.AppendUint64(nil, 1<<63))
 	if !neg || mag != 1<<63 {
 		t.Errorf("I64 min = %v %d", neg, mag)
 	}
-	neg, mag = DecodeInt(U64, le.AppendUint64(nil, math.MaxUint64))
+	neg, mag = DecodeInt(tensorfile.U64, le.AppendUint64(nil, math.MaxUint64))
 	if neg || mag != math.MaxUint64 {
 		t.Errorf("U64 max = %v %d", neg, mag)
 	}
@@ -172,7 +174,7 @@ func BenchmarkF16Table(b *testing.B) {
 	dst := make([]float64, 4096)
 	b.SetBytes(int64(len(src)))
 	for b.Loop() {
-		DecodeFloat64(F16, src, dst)
+		DecodeFloat64(tensorfile.F16, src, dst)
 	}
 }
 
@@ -200,7 +202,7 @@ func TestBF16WordPath(t *testing.T) {
 		binary.LittleEndian.PutUint16(src[2*i:], uint16(i*40503))
 	}
 	dst := make([]float64, n)
-	DecodeFloat64(BF16, src, dst)
+	DecodeFloat64(tensorfile.BF16, src, dst)
 	for i := range n {
 		want := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16))
 		if math.Float64bits(dst[i]) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(dst[i])) {
