@@ -109,8 +109,9 @@ type Options struct {
 // Open opens the checkpoint at path: a .safetensors file (of any name), a
 // *.safetensors.index.json, a directory, a Hugging Face repo id
 // "org/name[@revision]" found in the local hub cache, or a remote path
-// (https://, http://, hf://, s3://; see IsRemote). A path that exists
-// always wins over a repo id.
+// (https://, http://, hf://, s3://, or any scheme registered with
+// RegisterScheme; see IsRemote). A path that exists always wins over a
+// repo id.
 //
 // It returns an error when there is nothing to check, or when a file it
 // needs cannot be read (missing path, permissions, an I/O error, a FIFO or
@@ -273,8 +274,9 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	return nil
 }
 
-// variantName matches transformers' variant file names: model.fp16.safetensors,
-// model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
+// variantShard and variantIndex match transformers' variant file names:
+// model.fp16.safetensors, model.fp16-00001-of-00002.safetensors,
+// model.safetensors.index.fp16.json.
 var (
 	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?\.safetensors$`)
 	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.safetensors\.index\.([A-Za-z0-9_]+)\.json$`)
