@@ -31,8 +31,9 @@ type Checkpoint struct {
 	// Hub is set when Path was a repo id resolved in the local hub cache,
 	// or an hf:// path resolved on the Hub.
 	Hub *HubRef
-	// Remote is set when the files are read over the network (https://,
-	// hf://, s3://): the resolved name and each file's version.
+	// Remote is set when the path was remote (https://, hf://, s3://): the
+	// resolved name and each file's version, or for an hf:// path read
+	// offline, the commit found in the hub cache.
 	Remote *Remote
 	// Variant is the variant read ("fp16" for model.fp16.safetensors), ""
 	// for the plain model.safetensors; Variants lists the others present,
@@ -102,7 +103,7 @@ type Options struct {
 	// variants: a plain checkpoint is read as it is. A diff uses it, since
 	// the published side seldom has the export's variants.
 	AnyVariant bool
-	// Remote configures https://, hf:// and s3:// paths.
+	// Remote configures remote paths (https://, hf://, s3://).
 	Remote RemoteOptions
 }
 

@@ -24,13 +24,6 @@ import (
 // Linking this package makes checkpoint.Open read s3:// paths.
 func init() { checkpoint.RegisterScheme("s3", openS3) }
 
-// s3://bucket/prefix through the AWS SDK for Go v2, with its
-// credential chain (environment, AWS_PROFILE and the shared files, SSO,
-// web identity, container and instance roles) and region resolution.
-// AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 point it at an S3-compatible
-// store, addressed path-style then. --no-sign-request reads public buckets
-// without credentials.
-
 // maxListed bounds a prefix's listing.
 const maxListed = 1_000_000
 
