@@ -154,6 +154,37 @@ func TestHTTPForms(t *testing.T) {
 	}
 }
 
+// countingTransport counts the requests it carries.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestTransport(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	hub, _ := newHub(t, "")
+	var w waits
+	for _, tc := range []struct {
+		path   string
+		opt    testOpts
+		server interface{ Requests() int64 }
+	}{
+		{s.URL + "/model.safetensors.index.json", remoteOpts(&w), s},
+		{"hf://org/model", hubOpts(&w, hub), hub},
+	} {
+		var tr countingTransport
+		tc.opt.Remote.Transport = &tr
+		c := openRemoteT(t, tc.path, tc.opt)
+		if len(c.Shards) != 3 || tr.n.Load() == 0 || tr.n.Load() < tc.server.Requests() {
+			t.Errorf("%s: %d requests through the transport, %d served", tc.path, tr.n.Load(), tc.server.Requests())
+		}
+	}
+}
+
 func TestHTTPMissingAndRefused(t *testing.T) {
 	dir := t.TempDir()
 	writeTiny(t, dir)
