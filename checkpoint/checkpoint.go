@@ -31,8 +31,9 @@ type Checkpoint struct {
 	// Hub is set when Path was a repo id resolved in the local hub cache,
 	// or an hf:// path resolved on the Hub.
 	Hub *HubRef
-	// Remote is set when the files are read over the network (https://,
-	// hf://, s3://): the resolved name and each file's version.
+	// Remote is set when the path was remote (https://, hf://, s3://): the
+	// resolved name and each file's version, or for an hf:// path read
+	// offline, the commit found in the hub cache.
 	Remote *Remote
 	// Variant is the variant read ("fp16" for model.fp16.safetensors), ""
 	// for the plain model.safetensors; Variants lists the others present,
@@ -102,15 +103,16 @@ type Options struct {
 	// variants: a plain checkpoint is read as it is. A diff uses it, since
 	// the published side seldom has the export's variants.
 	AnyVariant bool
-	// Remote configures https://, hf:// and s3:// paths.
+	// Remote configures remote paths (https://, hf://, s3://).
 	Remote RemoteOptions
 }
 
 // Open opens the checkpoint at path: a .safetensors file (of any name), a
 // *.safetensors.index.json, a directory, a Hugging Face repo id
 // "org/name[@revision]" found in the local hub cache, or a remote path
-// (https://, http://, hf://, s3://; see IsRemote). A path that exists
-// always wins over a repo id.
+// (https://, http://, hf://, s3://, or any scheme registered with
+// RegisterScheme; see IsRemote). A path that exists always wins over a
+// repo id.
 //
 // It returns an error when there is nothing to check, or when a file it
 // needs cannot be read (missing path, permissions, an I/O error, a FIFO or
@@ -273,8 +275,9 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	return nil
 }
 
-// variantName matches transformers' variant file names: model.fp16.safetensors,
-// model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
+// variantShard and variantIndex match transformers' variant file names:
+// model.fp16.safetensors, model.fp16-00001-of-00002.safetensors,
+// model.safetensors.index.fp16.json.
 var (
 	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?\.safetensors$`)
 	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.safetensors\.index\.([A-Za-z0-9_]+)\.json$`)

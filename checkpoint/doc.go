@@ -8,8 +8,20 @@
 // Hugging Face Hub, s3://bucket/prefix. Its files come from a Source (a local
 // directory, or a remote store whose files are io.ReaderAt values doing
 // ranged reads with retries), so every check reads every source the same
-// way. Only headers are read at Open: for a remote file, one ranged request
-// for the first 100,008 bytes, and one more for a longer header.
+// way. Only headers are read at Open.
+//
+// Remote sources live in packages of their own and register an Opener for
+// their URL scheme (RegisterScheme), as image formats register with package
+// image: checkpoint/remote serves https://, http:// and hf://,
+// checkpoint/remote/s3 serves s3:// through the AWS SDK. This package names
+// neither, so a program that imports only checkpoint reads local paths and
+// links no network or AWS code; one that also imports a source (as the
+// ckptcheck command does, with blank imports) reads its scheme too. A
+// remote path whose source is not linked is an error saying which package
+// to import. RemoteOptions carry everything remote sources are told (the
+// Hub token and endpoint, offline mode, the HTTP transport, timeouts): the
+// library reads none of them from the environment; only the hub cache's
+// directory (HubCacheDir) comes from HF_HUB_CACHE or HF_HOME.
 //
 // The files beside the weights (config, tokenizer, generation config, chat
 // template: Companions) are listed with their sizes and, where the source

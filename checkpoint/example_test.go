@@ -36,3 +36,17 @@ func ExampleParsePEFTConfig() {
 	fmt.Println(p.PEFTType, p.BaseModel, p.Rank, p.Err)
 	// Output: LORA Qwen/Qwen3-0.6B 16 <nil>
 }
+
+// Remote paths are told by their scheme, whether or not a source for it is
+// linked in.
+func ExampleIsRemote() {
+	for _, p := range []string{"hf://Qwen/Qwen3-0.6B", "s3://bucket/ckpt", "https://host/model.safetensors", "Qwen/Qwen3-0.6B", "./model"} {
+		fmt.Println(p, checkpoint.IsRemote(p))
+	}
+	// Output:
+	// hf://Qwen/Qwen3-0.6B true
+	// s3://bucket/ckpt true
+	// https://host/model.safetensors true
+	// Qwen/Qwen3-0.6B false
+	// ./model false
+}

@@ -13,7 +13,8 @@ import (
 )
 
 // A Source is where a checkpoint's files come from: a local directory
-// today; remote stores plug in here. Names are relative to the checkpoint's
+// (Dir), or a remote store registered by URL scheme (see RegisterScheme;
+// such a source is a RemoteSource). Names are relative to the checkpoint's
 // root, slash-separated.
 type Source interface {
 	// Open opens a file for reading. A file that does not exist is an error

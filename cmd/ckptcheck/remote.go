@@ -1,11 +1,17 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	// The remote sources register their URL schemes with package
+	// checkpoint when linked: https://, http:// and hf://, and s3://
+	// (the AWS SDK, which only the binary links, not the library).
+	_ "github.com/ckptcheck/ckptcheck/checkpoint/remote"
+	_ "github.com/ckptcheck/ckptcheck/checkpoint/remote/s3"
 )
 
 // remoteReadAhead is how many value blocks are read at once when a side is
@@ -30,11 +36,15 @@ func remoteFlags() []cli.Flag {
 	}
 }
 
-// openOptions are the checkpoint options the command line gives.
+// openOptions are the checkpoint options the command line and the
+// environment give (the Hub's token, endpoint and offline mode).
 func openOptions(cmd *cli.Command) checkpoint.Options {
 	return checkpoint.Options{Variant: cmd.String("variant"), Remote: checkpoint.RemoteOptions{
 		Revision:      cmd.String("revision"),
 		Timeout:       cmd.Duration("timeout"),
 		NoSignRequest: cmd.Bool("no-sign-request"),
+		Token:         hubToken(),
+		Endpoint:      os.Getenv("HF_ENDPOINT"),
+		Offline:       hubOffline(),
 	}}
 }

@@ -1,4 +1,4 @@
-package checkpoint_test
+package remote_test
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"path/filepath"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	_ "github.com/ckptcheck/ckptcheck/checkpoint/remote"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
+// Linked in, package remote makes checkpoint.Open read https:// URLs.
 // Opening a checkpoint served over HTTP reads its index, config.json and
 // the shards' headers by ranged requests; tensor bytes are read later, on
 // demand, through each shard's io.ReaderAt.
-func ExampleOpen_remote() {
+func Example() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	fixture.WriteSharded(dir, fixture.Tiny.Tensors(safetensors.BF16), 3, fixture.Tiny.Config("bfloat16"))
@@ -41,16 +43,4 @@ func ExampleOpen_remote() {
 	// model-00003-of-00003.safetensors 32328 true
 	// model.safetensors.index.json 3792 true
 	// model-00001-of-00003.safetensors
-}
-
-func ExampleIsRemote() {
-	for _, p := range []string{"hf://Qwen/Qwen3-0.6B", "s3://bucket/ckpt", "https://host/model.safetensors", "Qwen/Qwen3-0.6B", "./model"} {
-		fmt.Println(p, checkpoint.IsRemote(p))
-	}
-	// Output:
-	// hf://Qwen/Qwen3-0.6B true
-	// s3://bucket/ckpt true
-	// https://host/model.safetensors true
-	// Qwen/Qwen3-0.6B false
-	// ./model false
 }

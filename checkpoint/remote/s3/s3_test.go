@@ -1,4 +1,4 @@
-package checkpoint
+package s3
 
 import (
 	"context"
@@ -11,8 +11,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/checkpoint/remote"
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // newS3 serves root's folders as buckets and sets the environment.
@@ -27,12 +32,44 @@ func newS3(t *testing.T, root string) *remotetest.Server {
 	return s
 }
 
+// testOpts are the options of a test's opens, and where their waits go.
+type testOpts struct {
+	checkpoint.Options
+	w *remotetest.Waits
+}
+
+func remoteOpts(w *remotetest.Waits) testOpts {
+	return testOpts{checkpoint.Options{Remote: checkpoint.RemoteOptions{Timeout: 10 * time.Second}}, w}
+}
+
+// open opens p as checkpoint.Open does, recording the waits.
+func open(p string, opt testOpts) (*checkpoint.Checkpoint, error) {
+	return checkpoint.Open(remote.WithWait(context.Background(), opt.w.Sleep), p, opt.Options)
+}
+
+func openRemoteT(t *testing.T, p string, opt testOpts) *checkpoint.Checkpoint {
+	t.Helper()
+	c, err := open(p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func writeTiny(t *testing.T, dir string) {
+	t.Helper()
+	if err := fixture.WriteSharded(dir, fixture.Tiny.Tensors(safetensors.BF16), 3, fixture.Tiny.Config("bfloat16")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestS3Open(t *testing.T) {
 	root := t.TempDir()
 	writeTiny(t, filepath.Join(root, "bucket", "ckpt", "published"))
-	os.WriteFile(filepath.Join(root, "bucket", "ckpt", "published", "stray.safetensors"), paddedFile(200), 0o644)
+	os.WriteFile(filepath.Join(root, "bucket", "ckpt", "published", "stray.safetensors"), remotetest.PaddedFile(200), 0o644)
 	s := newS3(t, root)
-	var w waits
+	var w remotetest.Waits
 	for _, p := range []string{"s3://bucket/ckpt/published", "s3://bucket/ckpt/published/", "s3://bucket/ckpt/published/model.safetensors.index.json"} {
 		c := openRemoteT(t, p, remoteOpts(&w))
 		if c.Index == nil || len(c.Shards) != 3 || c.Config == nil || c.NumTensors() == 0 {
@@ -68,7 +105,7 @@ func TestS3Errors(t *testing.T) {
 	writeTiny(t, filepath.Join(root, "bucket", "m"))
 	os.Remove(filepath.Join(root, "bucket", "m", "model-00003-of-00003.safetensors"))
 	s := newS3(t, root)
-	var w waits
+	var w remotetest.Waits
 	for _, tc := range []struct {
 		path, want string
 		is         error
@@ -78,7 +115,7 @@ func TestS3Errors(t *testing.T) {
 		{"s3://bucket/empty", "no *.safetensors files and no index", nil},
 		{"s3://", "s3://bucket/prefix", nil},
 	} {
-		_, err := Open(context.Background(), tc.path, remoteOpts(&w))
+		_, err := open(tc.path, remoteOpts(&w))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 			t.Errorf("%s: %v", tc.path, err)
 		}
@@ -108,14 +145,14 @@ func TestS3Errors(t *testing.T) {
 		}
 		return false
 	})
-	_, err := Open(context.Background(), "s3://bucket/secret/model.safetensors", remoteOpts(&w))
+	_, err := open("s3://bucket/secret/model.safetensors", remoteOpts(&w))
 	if err == nil || !strings.Contains(err.Error(), "access denied (HTTP 403 AccessDenied: Access Denied)") || !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("refused: %v", err)
 	}
-	w = waits{}
+	w = remotetest.Waits{}
 	c = openRemoteT(t, "s3://bucket/m/model-00001-of-00003.safetensors", remoteOpts(&w))
-	if c.Shards[0].File == nil || len(w.list()) != 1 || w.list()[0].Seconds() != 1 {
-		t.Errorf("throttled: waits %v", w.list())
+	if c.Shards[0].File == nil || len(w.List()) != 1 || w.List()[0].Seconds() != 1 {
+		t.Errorf("throttled: waits %v", w.List())
 	}
 }
 
@@ -125,7 +162,7 @@ func TestS3NoSignRequest(t *testing.T) {
 	s := newS3(t, root)
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	var w waits
+	var w remotetest.Waits
 	opt := remoteOpts(&w)
 	opt.Remote.NoSignRequest = true
 	c := openRemoteT(t, "s3://public", opt)

@@ -1,4 +1,4 @@
-package checkpoint
+package remote
 
 import (
 	"context"
@@ -12,72 +12,28 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
 
 // The Hugging Face Hub: hf://org/name[@revision][/subdir][/file] reads
-// $HF_ENDPOINT/org/name/resolve/<commit>/<file>. The revision is resolved
+// ENDPOINT/org/name/resolve/<commit>/<file> (RemoteOptions.Endpoint). The revision is resolved
 // to a commit once, with the file listing, by the Hub's API
 // (GET /api/models/org/name/revision/<revision>?blobs=True, as
 // huggingface_hub's model_info(files_metadata=True) asks); every read then
 // names that commit, so a push during the run cannot mix two versions.
 
-// DefaultHubEndpoint is the Hub when HF_ENDPOINT is not set.
-const DefaultHubEndpoint = "https://huggingface.co"
-
-// hubEndpoint is $HF_ENDPOINT or the public Hub, without a trailing slash.
-func hubEndpoint() (*url.URL, error) {
-	e := strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/")
+// hubEndpoint is opt's Hub endpoint, without a trailing slash.
+func hubEndpoint(opt *checkpoint.RemoteOptions) (*url.URL, error) {
+	e := strings.TrimRight(opt.Endpoint, "/")
 	if e == "" {
-		e = DefaultHubEndpoint
+		e = checkpoint.DefaultHubEndpoint
 	}
 	u, err := url.Parse(e)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("HF_ENDPOINT %q is not an http(s) URL", e)
+		return nil, fmt.Errorf("the Hub endpoint (HF_ENDPOINT) %q is not an http(s) URL", e)
 	}
 	return u, nil
-}
-
-// hubToken is the Hub token: $HF_TOKEN (or the older
-// $HUGGING_FACE_HUB_TOKEN), else the file the hf CLI's login writes:
-// $HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token.
-func hubToken() string {
-	for _, v := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
-		if t := strings.TrimSpace(os.Getenv(v)); t != "" {
-			return t
-		}
-	}
-	file := os.Getenv("HF_TOKEN_PATH")
-	if file == "" {
-		file = filepath.Join(hubHome(), "token")
-	}
-	b, err := os.ReadFile(file)
-	if err != nil || len(b) > 4096 {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// hubHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
-// ~/.cache/huggingface.
-func hubHome() string {
-	if h := os.Getenv("HF_HOME"); h != "" {
-		return h
-	}
-	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
-		return filepath.Join(x, "huggingface")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "huggingface")
-}
-
-// hubOffline reports HF_HUB_OFFLINE set to a true value, as huggingface_hub
-// reads it.
-func hubOffline() bool {
-	switch strings.ToUpper(strings.TrimSpace(os.Getenv("HF_HUB_OFFLINE"))) {
-	case "1", "ON", "YES", "TRUE":
-		return true
-	}
-	return false
 }
 
 // An hfRef is an hf:// path taken apart.
@@ -111,7 +67,7 @@ func parseHF(p string) (hfRef, error) {
 	}
 	ref := hfRef{repo: parts[0] + "/" + name, rev: rev}
 	inRepo := strings.Join(parts[2:], "/")
-	if UnsafeName(inRepo+"/x.safetensors") != "" && inRepo != "" {
+	if checkpoint.UnsafeName(inRepo+"/x.safetensors") != "" && inRepo != "" {
 		return hfRef{}, fmt.Errorf("%s: %q is not a path inside the repository", p, inRepo)
 	}
 	ref.dir, ref.tg = splitTarget(inRepo)
@@ -119,10 +75,10 @@ func parseHF(p string) (hfRef, error) {
 }
 
 // hubURL recognises a URL on the Hub's endpoint,
-// $HF_ENDPOINT/org/name/resolve/<revision>/<file>, so that it is read as
-// the hf:// path it is (the token goes with it, the commit is pinned).
-func hubURL(u *url.URL) (hfRef, bool) {
-	ep, err := hubEndpoint()
+// ENDPOINT/org/name/resolve/<revision>/<file>, so that it is read as the
+// hf:// path it is (the token goes with it, the commit is pinned).
+func hubURL(u *url.URL, opt *checkpoint.RemoteOptions) (hfRef, bool) {
+	ep, err := hubEndpoint(opt)
 	if err != nil || originOf(u) != originOf(ep) {
 		return hfRef{}, false
 	}
@@ -147,54 +103,47 @@ func hubURL(u *url.URL) (hfRef, bool) {
 	return ref, true
 }
 
-func newHFSource(ctx context.Context, p string, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, string, error) {
+// openHFPath is the Opener of hf:// paths.
+func openHFPath(ctx context.Context, p string, opt checkpoint.Options) (*checkpoint.Location, error) {
 	ref, err := parseHF(p)
 	if err != nil {
-		return nil, target{}, "", err
+		return nil, err
 	}
 	switch {
-	case ref.rev != "" && opt.Revision != "" && ref.rev != opt.Revision:
-		return nil, target{}, "", fmt.Errorf("%s: the path says revision %s, --revision says %s", p, ref.rev, opt.Revision)
+	case ref.rev != "" && opt.Remote.Revision != "" && ref.rev != opt.Remote.Revision:
+		return nil, fmt.Errorf("%s: the path says revision %s, --revision says %s", p, ref.rev, opt.Remote.Revision)
 	case ref.rev == "":
-		ref.rev = opt.Revision
+		ref.rev = opt.Remote.Revision
 	}
-	return openHF(ctx, ref, opt, c)
+	return openHF(ctx, ref, &opt.Remote)
 }
 
-// openHF resolves the revision and lists the files. With HF_HUB_OFFLINE it
-// returns instead the local path in the hub cache to open.
-func openHF(ctx context.Context, ref hfRef, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, string, error) {
+// openHF resolves the revision and lists the files. Offline, it reads the
+// commit's snapshot in the local hub cache instead, with no request.
+func openHF(ctx context.Context, ref hfRef, opt *checkpoint.RemoteOptions) (*checkpoint.Location, error) {
 	if ref.rev == "" {
 		ref.rev = "main"
 	}
 	name := hfDisplay(ref)
-	if hubOffline() {
-		snap, hub, err := ResolveHub(ref.repo + "@" + ref.rev)
-		if err != nil {
-			return nil, ref.tg, "", fmt.Errorf("%s: HF_HUB_OFFLINE is set and %w", name, err)
-		}
-		c.Hub = hub
-		c.Remote = &Remote{Kind: "hf", Name: hfName(ref.repo, hub.Commit, ref.dir), Listed: true, Offline: true}
-		local := filepath.Join(snap, filepath.FromSlash(ref.dir), ref.tg.index+ref.tg.file)
-		return nil, ref.tg, local, nil
+	if opt.Offline {
+		return openHFOffline(ctx, ref, name)
 	}
-	ep, err := hubEndpoint()
+	ep, err := hubEndpoint(opt)
 	if err != nil {
-		return nil, ref.tg, "", err
+		return nil, err
 	}
-	token := hubToken()
 	auth := ""
-	if token != "" {
-		auth = "Bearer " + token
+	if opt.Token != "" {
+		auth = "Bearer " + opt.Token
 	}
-	s := &hfSource{remoteBase: remoteBase{opt: opt}, client: newHTTPClient(originOf(ep), auth), endpoint: ep,
-		repo: ref.repo, dir: ref.dir, display: name, hasToken: token != ""}
+	s := &hfSource{opt: opt, client: newHTTPClient(originOf(ep), auth, opt.Transport), endpoint: ep,
+		repo: ref.repo, dir: ref.dir, display: name, hasToken: opt.Token != ""}
+	s.OpenNow = s.openNow
 	info, err := s.resolve(ctx, ref.rev)
 	if err != nil {
-		return nil, ref.tg, "", err
+		return nil, err
 	}
 	s.commit = info.SHA
-	c.Hub = &HubRef{Repo: ref.repo, Revision: ref.rev, Commit: info.SHA}
 	s.files = map[string]hubSibling{}
 	var names []string
 	for _, sb := range info.Siblings {
@@ -208,15 +157,39 @@ func openHF(ctx context.Context, ref hfRef, opt *RemoteOptions, c *Checkpoint) (
 		s.files[rel] = sb
 		names = append(names, rel)
 	}
-	s.entries = entriesAt(names)
-	snap := filepath.Join(HubCacheDir(), "models--"+strings.ReplaceAll(ref.repo, "/", "--"), "snapshots", info.SHA)
+	s.entries = Entries(names)
+	snap := filepath.Join(checkpoint.HubCacheDir(), "models--"+strings.ReplaceAll(ref.repo, "/", "--"), "snapshots", info.SHA)
 	if st, err := os.Stat(snap); err == nil && st.IsDir() && filepath.IsLocal(info.SHA) {
 		s.snapshot = snap
 	}
 	if ref.tg == (target{}) && len(names) == 0 {
-		return nil, ref.tg, "", fmt.Errorf("%s: no files at commit %s", name, info.SHA)
+		return nil, fmt.Errorf("%s: no files at commit %s", name, info.SHA)
 	}
-	return s, ref.tg, "", nil
+	loc, err := Locate(ctx, s, ref.tg.name())
+	if err != nil {
+		return nil, err
+	}
+	loc.Hub = &checkpoint.HubRef{Repo: ref.repo, Revision: ref.rev, Commit: info.SHA}
+	return loc, nil
+}
+
+// openHFOffline finds an hf:// path in the local hub cache: the snapshot
+// of the commit its revision names there, read as a local directory.
+func openHFOffline(ctx context.Context, ref hfRef, name string) (*checkpoint.Location, error) {
+	snap, hub, err := checkpoint.ResolveHub(ref.repo + "@" + ref.rev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: offline (HF_HUB_OFFLINE) and %w", name, err)
+	}
+	dir := checkpoint.Dir(filepath.Join(snap, filepath.FromSlash(ref.dir)))
+	if n := ref.tg.name(); n != "" {
+		f, err := dir.Open(ctx, n)
+		if err != nil {
+			return nil, pathError(dir.Path(n), err)
+		}
+		f.Close()
+	}
+	return &checkpoint.Location{Source: dir, Name: ref.tg.name(), Hub: hub,
+		Remote: &checkpoint.Remote{Kind: "hf", Name: hfName(ref.repo, hub.Commit, ref.dir), Listed: true, Offline: true}}, nil
 }
 
 // hfDisplay is an hf:// path as reports name it, the revision as given.
@@ -243,7 +216,8 @@ func hfName(repo, commit, dir string) string {
 // An hfSource reads a repository folder at one commit: from the local hub
 // cache when the file is there, else from the Hub.
 type hfSource struct {
-	remoteBase
+	Base
+	opt      *checkpoint.RemoteOptions
 	client   *http.Client
 	endpoint *url.URL
 	repo     string
@@ -253,7 +227,7 @@ type hfSource struct {
 	hasToken bool
 	snapshot string                // the hub cache's folder for the commit, "" when absent
 	files    map[string]hubSibling // by name relative to dir
-	entries  []Entry
+	entries  []checkpoint.Entry
 }
 
 // hubInfo is what the Hub's API says of a revision.
@@ -275,21 +249,17 @@ var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // resolve asks the Hub which commit a revision is, and its files.
 func (s *hfSource) resolve(ctx context.Context, rev string) (*hubInfo, error) {
 	u := s.at("api", "models", s.repo, "revision", url.PathEscape(rev)) + "?blobs=True" // as huggingface_hub sends files_metadata=True
-	ctx, cancel := context.WithTimeout(ctx, s.opt.timeout())
+	ctx, cancel := context.WithTimeout(ctx, Timeout(s.opt))
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		info, err := s.resolveOnce(ctx, u, rev)
-		ok, after := retryable(err)
-		if err == nil || !ok || attempt+1 >= maxAttempts || after > maxRetryAfter {
-			return info, err
-		}
-		if after <= 0 {
-			after = backoff(attempt)
-		}
-		if s.opt.wait(ctx, after) != nil {
-			return nil, err
-		}
+	var info *hubInfo
+	err := Retry(ctx, func() (err error) {
+		info, err = s.resolveOnce(ctx, u, rev)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return info, nil
 }
 
 func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubInfo, error) {
@@ -306,14 +276,14 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 			inner = ue.Err
 		}
 		temp, _ := retryable(inner)
-		return nil, &RemoteError{Path: s.display, Cause: "cannot reach the Hub at " + displayURL(s.endpoint) + ": " + netCause(inner) +
-			" (set HF_HUB_OFFLINE=1 to read the local hub cache only)", temporary: temp, err: inner}
+		return nil, &Error{Path: s.display, Cause: "cannot reach the Hub at " + displayURL(s.endpoint) + ": " + NetCause(inner) +
+			" (set HF_HUB_OFFLINE=1 to read the local hub cache only)", Temporary: temp, Err: inner}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		obj := &httpObject{display: s.display, refused: s.refused}
 		err := obj.statusError(resp)
-		var re *RemoteError
+		var re *Error
 		code := resp.Header.Get("X-Error-Code")
 		switch {
 		case !errors.As(err, &re):
@@ -326,11 +296,11 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 	}
 	b, err := readCapped(resp.Body, 64<<20, "the Hub's answer")
 	if err != nil {
-		return nil, &RemoteError{Path: s.display, Cause: err.Error(), temporary: true}
+		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: true}
 	}
 	var info hubInfo
 	if err := json.Unmarshal(b, &info); err != nil || !commitID.MatchString(info.SHA) {
-		return nil, &RemoteError{Path: s.display, Cause: "the Hub's answer for revision " + rev + " is not a model's description with a commit id"}
+		return nil, &Error{Path: s.display, Cause: "the Hub's answer for revision " + rev + " is not a model's description with a commit id"}
 	}
 	return &info, nil
 }
@@ -365,8 +335,6 @@ func (s *hfSource) refused(status int, h http.Header) string {
 	return fmt.Sprintf("%s is private or gated: set HF_TOKEN (or log in with `hf auth login`), and for a gated model accept its licence at %s", s.repo, page)
 }
 
-func (s *hfSource) rb() *remoteBase { return &s.remoteBase }
-
 func (s *hfSource) Path(name string) string {
 	if name == "." {
 		return s.display
@@ -375,41 +343,40 @@ func (s *hfSource) Path(name string) string {
 }
 
 // List lists the repository folder at the commit.
-func (s *hfSource) List(ctx context.Context) ([]Entry, error) { return s.entries, nil }
+func (s *hfSource) List(ctx context.Context) ([]checkpoint.Entry, error) { return s.entries, nil }
 
-func (s *hfSource) Open(ctx context.Context, name string) (File, error) { return s.open(ctx, s, name) }
-
-func (s *hfSource) openNow(ctx context.Context, name string) (File, error) {
+func (s *hfSource) openNow(ctx context.Context, name string) (checkpoint.File, error) {
 	full := path.Join(s.dir, name)
 	sb, listed := s.files[name]
-	v := FileVersion{Name: name}
+	v := checkpoint.FileVersion{Name: name}
 	if listed && sb.LFS != nil {
 		v.SHA256 = sb.LFS.SHA256
 	}
 	if s.snapshot != "" {
-		if f, err := openLocal(filepath.Join(s.snapshot, filepath.FromSlash(full))); err == nil {
+		if f, err := checkpoint.Dir(s.snapshot).Open(ctx, full); err == nil {
 			v.Size, v.Cached = f.Size(), true
-			s.record(v)
+			s.Record(v)
 			return f, nil
 		}
 	}
 	if !listed {
-		return nil, notFound(s.Path(name), 0, fmt.Sprintf("not in %s at commit %s", s.repo, s.commit))
+		return nil, NotFound(s.Path(name), 0, fmt.Sprintf("not in %s at commit %s", s.repo, s.commit))
 	}
 	obj := &httpObject{client: s.client, url: s.at(s.repo, "resolve", s.commit, escapePath(full)), display: s.Path(name), refused: s.refused}
-	f, err := openRemoteFile(ctx, s.Path(name), obj, probeSize(name), s.opt, false)
+	f, err := OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, false)
 	if err != nil {
 		return nil, err
 	}
 	if sb.Size != nil && *sb.Size != f.size {
-		return nil, &RemoteError{Path: s.Path(name), err: ErrChanged,
+		return nil, &Error{Path: s.Path(name), Err: checkpoint.ErrChanged,
 			Cause: fmt.Sprintf("the Hub lists %d bytes at commit %s, the download has %d", *sb.Size, s.commit, f.size)}
 	}
 	v.Size, v.ETag = f.size, f.etag
-	s.record(v)
+	s.Record(v)
 	return f, nil
 }
 
-func (s *hfSource) remote() *Remote {
-	return &Remote{Kind: "hf", Name: hfName(s.repo, s.commit, s.dir), Listed: true, Files: s.versions()}
+// Remote says which commit was read, and the files.
+func (s *hfSource) Remote() *checkpoint.Remote {
+	return &checkpoint.Remote{Kind: "hf", Name: hfName(s.repo, s.commit, s.dir), Listed: true, Files: s.Versions()}
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package remote
 
 import (
 	"bytes"
@@ -12,44 +12,47 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
-// A part is a store's answer to a ranged request, its body unread.
-type part struct {
-	body io.ReadCloser
-	// whole is a 200 answer: the body is the object from byte 0, whatever
+// A Part is a store's answer to a ranged request, its body unread.
+type Part struct {
+	Body io.ReadCloser
+	// Whole is a 200 answer: the body is the object from byte 0, whatever
 	// range was asked for.
-	whole bool
-	// off is the first byte a 206 answer's body holds.
-	off int64
-	// length is the body's length, -1 when the answer did not say.
-	length int64
-	// size is the object's size, -1 when unknown.
-	size int64
-	etag string
+	Whole bool
+	// Off is the first byte a 206 answer's body holds.
+	Off int64
+	// Length is the body's length, -1 when the answer did not say.
+	Length int64
+	// Size is the object's size, -1 when unknown.
+	Size int64
+	// ETag is the answer's strong entity tag, "" for none.
+	ETag string
 }
 
-// An object is one file of a remote store, read by ranges.
-type object interface {
-	// get asks for bytes [off, off+n). A non-empty etag is the ETag the
+// An Object is one file of a remote store, read by ranges.
+type Object interface {
+	// Get asks for bytes [off, off+n). A non-empty etag is the ETag the
 	// object must still have (If-Match). A range starting past the end is
-	// an *unsatisfiable error.
-	get(ctx context.Context, off, n int64, etag string) (*part, error)
+	// an *Unsatisfiable error; a failure worth retrying is an *Error with
+	// Temporary set.
+	Get(ctx context.Context, off, n int64, etag string) (*Part, error)
 }
 
-// unsatisfiable is a 416 answer: the range starts past the end of the
-// object, whose size it gives (-1 when the answer did not say).
-type unsatisfiable struct{ size int64 }
+// Unsatisfiable is a 416 answer: the range starts past the end of the
+// object, whose Size it gives (-1 when the answer did not say).
+type Unsatisfiable struct{ Size int64 }
 
-func (e *unsatisfiable) Error() string { return "range not satisfiable" }
+func (e *Unsatisfiable) Error() string { return "range not satisfiable" }
 
-// A remoteFile is a File whose bytes come by ranged requests. The first
+// A File is a checkpoint.File whose bytes come by ranged requests. The first
 // bytes, read when it was opened, are kept.
-type remoteFile struct {
+type File struct {
 	path string // as reports name it
-	obj  object
-	opt  *RemoteOptions
+	obj  Object
+	opt  *checkpoint.RemoteOptions
 	ctx  context.Context
 	size int64
 	etag string
@@ -65,26 +68,30 @@ type remoteFile struct {
 	ahead   readAhead
 }
 
-// openRemoteFile opens obj with a first request for probe bytes.
-func openRemoteFile(ctx context.Context, p string, obj object, probe int64, opt *RemoteOptions, etagCheck bool) (*remoteFile, error) {
+// OpenFile opens obj, named p in reports, with a first request for probe
+// bytes (see Probe). pinETag sends If-Match with the first answer's ETag on
+// every later read and compares the ETags answered: off where reads are
+// pinned otherwise (the Hub's commit) and a CDN may answer another ETag
+// for the same bytes.
+func OpenFile(ctx context.Context, p string, obj Object, probe int64, opt *checkpoint.RemoteOptions, pinETag bool) (*File, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &remoteFile{path: p, obj: obj, opt: opt, ctx: ctx, cancel: cancel, etagCheck: etagCheck}
+	f := &File{path: p, obj: obj, opt: opt, ctx: ctx, cancel: cancel, etagCheck: pinETag}
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = f.first(probe)
-		var u *unsatisfiable
+		var u *Unsatisfiable
 		switch {
 		case err == nil:
 			return f, nil
-		case errors.As(err, &u) && u.size > 0 && u.size < probe && attempt == 0:
+		case errors.As(err, &u) && u.Size > 0 && u.Size < probe && attempt == 0:
 			// The server refuses a range past the end instead of
 			// clipping it: ask for the whole (short) file.
-			probe = u.size
+			probe = u.Size
 			continue
 		case errors.As(err, &u):
 			// Nothing at byte 0: an empty file (the header check reports
 			// header_too_small).
-			f.size, f.prefix = max(u.size, 0), nil
+			f.size, f.prefix = max(u.Size, 0), nil
 			return f, nil
 		}
 		if !f.again(attempt, err) {
@@ -95,86 +102,86 @@ func openRemoteFile(ctx context.Context, p string, obj object, probe int64, opt 
 }
 
 // first makes the first request: the size, ETag and first probe bytes.
-func (f *remoteFile) first(probe int64) error {
-	ctx, cancel := context.WithTimeout(f.ctx, f.opt.timeout())
+func (f *File) first(probe int64) error {
+	ctx, cancel := context.WithTimeout(f.ctx, Timeout(f.opt))
 	defer cancel()
-	pt, err := f.obj.get(ctx, 0, probe, "")
+	pt, err := f.obj.Get(ctx, 0, probe, "")
 	if err != nil {
 		return f.timedOut(ctx, err)
 	}
-	defer pt.body.Close()
-	f.etag = pt.etag
-	if pt.whole {
+	defer pt.Body.Close()
+	f.etag = pt.ETag
+	if pt.Whole {
 		// A 200 whose length fits the range is a small file; one that is
 		// longer is a server ignoring Range: stop before reading it.
-		if pt.length > probe {
-			return f.ignoresRange(pt.length)
+		if pt.Length > probe {
+			return f.ignoresRange(pt.Length)
 		}
 		var buf bytes.Buffer
-		n, err := buf.ReadFrom(io.LimitReader(pt.body, probe+1))
+		n, err := buf.ReadFrom(io.LimitReader(pt.Body, probe+1))
 		if n > probe {
 			return f.ignoresRange(-1)
 		}
-		if err != nil || (pt.length >= 0 && n != pt.length) {
-			return f.bodyError(ctx, err, n, pt.length)
+		if err != nil || (pt.Length >= 0 && n != pt.Length) {
+			return f.bodyError(ctx, err, n, pt.Length)
 		}
 		f.size, f.prefix = n, buf.Bytes()
 		return nil
 	}
-	if pt.off != 0 {
-		return &RemoteError{Path: f.path, Cause: fmt.Sprintf("asked for bytes from 0, the server sent bytes from %d", pt.off)}
+	if pt.Off != 0 {
+		return &Error{Path: f.path, Cause: fmt.Sprintf("asked for bytes from 0, the server sent bytes from %d", pt.Off)}
 	}
-	if pt.size < 0 {
-		return &RemoteError{Path: f.path, Cause: "the server did not give the file's size (Content-Range without a length)"}
+	if pt.Size < 0 {
+		return &Error{Path: f.path, Cause: "the server did not give the file's size (Content-Range without a length)"}
 	}
-	want := min(probe, pt.size)
-	if pt.length >= 0 && pt.length != want {
-		return &RemoteError{Path: f.path, Cause: fmt.Sprintf("asked for %s bytes, the server announced %s", textfmt.Thousands(want), textfmt.Thousands(pt.length))}
+	want := min(probe, pt.Size)
+	if pt.Length >= 0 && pt.Length != want {
+		return &Error{Path: f.path, Cause: fmt.Sprintf("asked for %s bytes, the server announced %s", textfmt.Thousands(want), textfmt.Thousands(pt.Length))}
 	}
 	buf := make([]byte, want) // at most probe
-	n, err := io.ReadFull(pt.body, buf)
+	n, err := io.ReadFull(pt.Body, buf)
 	if err != nil {
 		return f.bodyError(ctx, err, int64(n), want)
 	}
-	f.size, f.prefix = pt.size, buf
+	f.size, f.prefix = pt.Size, buf
 	return nil
 }
 
-func (f *remoteFile) ignoresRange(length int64) error {
+func (f *File) ignoresRange(length int64) error {
 	what := "began sending the whole file"
 	if length >= 0 {
 		what = fmt.Sprintf("began sending the whole %s-byte file", textfmt.Thousands(length))
 	}
-	return &RemoteError{Path: f.path, Status: 200, err: errIgnoresRange,
+	return &Error{Path: f.path, Status: 200, Err: errIgnoresRange,
 		Cause: fmt.Sprintf("the server ignores Range requests: asked for the header, it %s; stopped (ckptcheck reads remote files by range)", what)}
 }
 
 // bodyError is a body that ended early or broke: retried.
-func (f *remoteFile) bodyError(ctx context.Context, err error, got, want int64) error {
+func (f *File) bodyError(ctx context.Context, err error, got, want int64) error {
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
 	err = f.timedOut(ctx, err)
-	var re *RemoteError
+	var re *Error
 	if errors.As(err, &re) {
 		return err
 	}
-	return &RemoteError{Path: f.path, temporary: true, err: err,
-		Cause: fmt.Sprintf("the answer broke off after %s of %s bytes (%s)", textfmt.Thousands(got), textfmt.Thousands(want), netCause(err))}
+	return &Error{Path: f.path, Temporary: true, Err: err,
+		Cause: fmt.Sprintf("the answer broke off after %s of %s bytes (%s)", textfmt.Thousands(got), textfmt.Thousands(want), NetCause(err))}
 }
 
-// timedOut turns a request's own deadline into a RemoteError (retried);
+// timedOut turns a request's own deadline into a Error (retried);
 // the run's cancellation stays what it is.
-func (f *remoteFile) timedOut(ctx context.Context, err error) error {
+func (f *File) timedOut(ctx context.Context, err error) error {
 	if f.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded {
-		return &RemoteError{Path: f.path, temporary: true, err: err,
-			Cause: fmt.Sprintf("no complete answer within %s (--timeout)", f.opt.timeout())}
+		return &Error{Path: f.path, Temporary: true, Err: err,
+			Cause: fmt.Sprintf("no complete answer within %s (--timeout)", Timeout(f.opt))}
 	}
 	return err
 }
 
 // again waits before another attempt and says whether to make it.
-func (f *remoteFile) again(attempt int, err error) bool {
+func (f *File) again(attempt int, err error) bool {
 	if attempt+1 >= maxAttempts || f.ctx.Err() != nil {
 		return false
 	}
@@ -186,7 +193,7 @@ func (f *remoteFile) again(attempt int, err error) bool {
 	if d <= 0 {
 		d = backoff(attempt)
 	}
-	return f.opt.wait(f.ctx, d) == nil
+	return sleep(f.ctx, d) == nil
 }
 
 // backoff is the wait before retry attempt+1: 250 ms doubling, at most
@@ -199,9 +206,9 @@ func backoff(attempt int) time.Duration {
 // retryable says whether a failed request is worth repeating, and after
 // how long the server asked for.
 func retryable(err error) (bool, time.Duration) {
-	var re *RemoteError
+	var re *Error
 	if errors.As(err, &re) {
-		return re.temporary, re.retryAfter
+		return re.Temporary, re.RetryAfter
 	}
 	if errors.Is(err, context.Canceled) {
 		return false, 0
@@ -215,8 +222,8 @@ func retryable(err error) (bool, time.Duration) {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne), 0
 }
 
-// netCause is a transport error in words, without URLs.
-func netCause(err error) string {
+// NetCause is a transport error in words, without URLs.
+func NetCause(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
@@ -239,12 +246,17 @@ func netCause(err error) string {
 	return "network error"
 }
 
-func (f *remoteFile) Size() int64 { return f.size }
+// Size is the file's length when it was opened.
+func (f *File) Size() int64 { return f.size }
+
+// ETag is the store's entity tag for the bytes read, "" when it gave none
+// or a weak one.
+func (f *File) ETag() string { return f.etag }
 
 // Version is the ETag of the bytes read, which names a remote file's
 // contents as a modification time names a local one's (in the Hub, the
 // commit the path is pinned to names them too).
-func (f *remoteFile) Version() string {
+func (f *File) Version() string {
 	if f.etag == "" {
 		return ""
 	}
@@ -252,7 +264,7 @@ func (f *remoteFile) Version() string {
 }
 
 // Close stops the file's read-ahead.
-func (f *remoteFile) Close() error {
+func (f *File) Close() error {
 	f.cancel()
 	f.closeAhead()
 	return nil
@@ -260,7 +272,7 @@ func (f *remoteFile) Close() error {
 
 // Unchanged reports a change one of the reads saw: the store's ETag or
 // size moved (every read checks them).
-func (f *remoteFile) Unchanged() error {
+func (f *File) Unchanged() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.changed
@@ -269,7 +281,7 @@ func (f *remoteFile) Unchanged() error {
 // ReadAt reads len(p) bytes at off: from the bytes kept at open, else by
 // one ranged request (retried on failure, resumed where a broken answer
 // stopped).
-func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", f.path, off)
 	}
@@ -297,7 +309,7 @@ func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // fetch fills p from byte off.
-func (f *remoteFile) fetch(p []byte, off int64) error {
+func (f *File) fetch(p []byte, off int64) error {
 	attempt := 0
 	for len(p) > 0 {
 		n, err := f.fetchOnce(p, off)
@@ -309,7 +321,7 @@ func (f *remoteFile) fetch(p []byte, off int64) error {
 			attempt = 0 // progress: a fresh set of attempts for the rest
 		}
 		if !f.again(attempt, err) {
-			if errors.Is(err, ErrChanged) {
+			if errors.Is(err, checkpoint.ErrChanged) {
 				f.mu.Lock()
 				f.changed = err
 				f.mu.Unlock()
@@ -323,39 +335,39 @@ func (f *remoteFile) fetch(p []byte, off int64) error {
 
 // fetchOnce makes one request for p at off and returns the bytes it
 // delivered.
-func (f *remoteFile) fetchOnce(p []byte, off int64) (int, error) {
-	ctx, cancel := context.WithTimeout(f.ctx, f.opt.timeout())
+func (f *File) fetchOnce(p []byte, off int64) (int, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, Timeout(f.opt))
 	defer cancel()
 	etag := ""
 	if f.etagCheck {
 		etag = f.etag
 	}
-	pt, err := f.obj.get(ctx, off, int64(len(p)), etag)
+	pt, err := f.obj.Get(ctx, off, int64(len(p)), etag)
 	if err != nil {
-		var u *unsatisfiable
+		var u *Unsatisfiable
 		if errors.As(err, &u) {
 			return 0, f.changedError(fmt.Sprintf("the file is now shorter than byte %s", textfmt.Thousands(off)))
 		}
 		return 0, f.timedOut(ctx, err)
 	}
-	defer pt.body.Close()
+	defer pt.Body.Close()
 	switch {
-	case f.etagCheck && pt.etag != "" && f.etag != "" && pt.etag != f.etag:
-		return 0, f.changedError(fmt.Sprintf("its ETag went from %s to %s", f.etag, pt.etag))
-	case pt.size >= 0 && pt.size != f.size:
-		return 0, f.changedError(fmt.Sprintf("its size went from %s to %s bytes", textfmt.Thousands(f.size), textfmt.Thousands(pt.size)))
-	case pt.whole && !(off == 0 && pt.length >= 0 && pt.length == f.size && f.size <= int64(len(p))):
-		return 0, f.ignoresRange(pt.length)
-	case !pt.whole && pt.off != off:
-		return 0, &RemoteError{Path: f.path, Cause: fmt.Sprintf("asked for bytes from %s, the server sent bytes from %s", textfmt.Thousands(off), textfmt.Thousands(pt.off))}
+	case f.etagCheck && pt.ETag != "" && f.etag != "" && pt.ETag != f.etag:
+		return 0, f.changedError(fmt.Sprintf("its ETag went from %s to %s", f.etag, pt.ETag))
+	case pt.Size >= 0 && pt.Size != f.size:
+		return 0, f.changedError(fmt.Sprintf("its size went from %s to %s bytes", textfmt.Thousands(f.size), textfmt.Thousands(pt.Size)))
+	case pt.Whole && !(off == 0 && pt.Length >= 0 && pt.Length == f.size && f.size <= int64(len(p))):
+		return 0, f.ignoresRange(pt.Length)
+	case !pt.Whole && pt.Off != off:
+		return 0, &Error{Path: f.path, Cause: fmt.Sprintf("asked for bytes from %s, the server sent bytes from %s", textfmt.Thousands(off), textfmt.Thousands(pt.Off))}
 	}
-	n, err := io.ReadFull(pt.body, p)
+	n, err := io.ReadFull(pt.Body, p)
 	if err != nil {
 		return n, f.bodyError(ctx, err, int64(n), int64(len(p)))
 	}
 	return n, nil
 }
 
-func (f *remoteFile) changedError(what string) error {
-	return &RemoteError{Path: f.path, err: ErrChanged, Cause: fmt.Sprintf("%s: the file was replaced during the run (%s)", ErrChanged, what)}
+func (f *File) changedError(what string) error {
+	return &Error{Path: f.path, Err: checkpoint.ErrChanged, Cause: fmt.Sprintf("%s: the file was replaced during the run (%s)", checkpoint.ErrChanged, what)}
 }

@@ -1,7 +1,6 @@
-package checkpoint
+package remote
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 )
 
@@ -22,7 +22,7 @@ const (
 
 // newHub starts a fake Hub for the test with one repository, "org/model",
 // whose .safetensors downloads redirect to a CDN on cdnHost, and points
-// HF_ENDPOINT and the hub cache at it. HF_TOKEN is the hub's token.
+// the hub cache into the test's directory. hubOpts point at it.
 func newHub(t *testing.T, cdnHost string) (*remotetest.Hub, string) {
 	t.Helper()
 	hub, err := remotetest.NewHub()
@@ -41,17 +41,21 @@ func newHub(t *testing.T, cdnHost string) (*remotetest.Hub, string) {
 	os.WriteFile(filepath.Join(dir, "repo", "stray.safetensors"), paddedFile(200), 0o644)
 	hub.Add("org/model", &remotetest.Repo{Dir: filepath.Join(dir, "repo"), Commit: commitMain,
 		Refs: map[string]string{"main": commitMain, "refs/pr/3": commitPR}})
-	t.Setenv("HF_ENDPOINT", hub.URL)
-	t.Setenv("HF_TOKEN", hfToken)
 	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "cache"))
-	t.Setenv("HF_HUB_OFFLINE", "")
 	return hub, dir
+}
+
+// hubOpts are remoteOpts for hub, with its token.
+func hubOpts(w *waits, hub *remotetest.Hub) testOpts {
+	opt := remoteOpts(w)
+	opt.Remote.Endpoint, opt.Remote.Token = hub.URL, hfToken
+	return opt
 }
 
 func TestHFOpen(t *testing.T) {
 	hub, _ := newHub(t, "127.0.0.2")
 	var w waits
-	c := openRemoteT(t, "hf://org/model", remoteOpts(&w))
+	c := openRemoteT(t, "hf://org/model", hubOpts(&w, hub))
 	if c.Index == nil || len(c.Shards) != 3 || c.Config == nil || c.NumTensors() == 0 {
 		t.Fatalf("%+v", c)
 	}
@@ -98,9 +102,9 @@ func TestHFRevisions(t *testing.T) {
 		{"hf://org", "", "", "hf://org/name"},
 		{"hf://org/model/../x", "", "", "not a path inside"},
 	} {
-		opt := remoteOpts(&w)
+		opt := hubOpts(&w, hub)
 		opt.Remote.Revision = tc.flag
-		c, err := Open(context.Background(), tc.path, opt)
+		c, err := open(tc.path, opt)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: %v, want %q", tc.path, err, tc.err)
@@ -136,7 +140,7 @@ func TestHFTokenStaysHome(t *testing.T) {
 		t.Run(host, func(t *testing.T) {
 			hub, _ := newHub(t, host)
 			var w waits
-			c := openRemoteT(t, "hf://org/model", remoteOpts(&w))
+			c := openRemoteT(t, "hf://org/model", hubOpts(&w, hub))
 			buf := make([]byte, 16)
 			c.Shards[0].File.Tensors[0].Open().ReadAt(buf, 0)
 			if hub.CDN.Requests() == 0 {
@@ -173,9 +177,9 @@ func TestHFRefused(t *testing.T) {
 		{"hf://meta/gated", hfToken, "", nil},
 		{"hf://me/private", hfToken, "", nil},
 	} {
-		t.Setenv("HF_TOKEN", tc.token)
-		t.Setenv("HF_TOKEN_PATH", filepath.Join(dir, "no-token-file"))
-		c, err := Open(context.Background(), tc.path, remoteOpts(&w))
+		opt := hubOpts(&w, hub)
+		opt.Remote.Token = tc.token
+		c, err := open(tc.path, opt)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s with the token: %v", tc.path, err)
@@ -191,16 +195,6 @@ func TestHFRefused(t *testing.T) {
 			t.Error("the token is in the message")
 		}
 	}
-	// The hf CLI's token file is read when HF_TOKEN is not set.
-	t.Setenv("HF_TOKEN", "")
-	tokenFile := filepath.Join(dir, "token")
-	os.WriteFile(tokenFile, []byte(hfToken+"\n"), 0o600)
-	t.Setenv("HF_TOKEN_PATH", tokenFile)
-	c, err := Open(context.Background(), "hf://meta/gated", remoteOpts(&w))
-	if err != nil {
-		t.Fatalf("with the token file: %v", err)
-	}
-	c.Close()
 }
 
 func TestHFCacheAndOffline(t *testing.T) {
@@ -219,7 +213,7 @@ func TestHFCacheAndOffline(t *testing.T) {
 		os.Symlink(filepath.Join("..", "..", "blobs", "blob-"+name), filepath.Join(snap, name))
 	}
 	var w waits
-	c := openRemoteT(t, "hf://org/model", remoteOpts(&w))
+	c := openRemoteT(t, "hf://org/model", hubOpts(&w, hub))
 	for _, r := range hub.Log() {
 		if strings.HasSuffix(r.Path, "model-00001-of-00003.safetensors") || strings.HasSuffix(r.Path, "config.json") {
 			t.Errorf("a cached file was downloaded: %s", r.Path)
@@ -235,25 +229,26 @@ func TestHFCacheAndOffline(t *testing.T) {
 		t.Errorf("cached %d: %+v", cached, c.Remote.Files)
 	}
 	// Offline: only the cache, where shards 2 and 3 are missing.
-	t.Setenv("HF_HUB_OFFLINE", "1")
+	offline := hubOpts(&w, hub)
+	offline.Remote.Offline = true
 	hub.Reset()
-	c = openRemoteT(t, "hf://org/model", remoteOpts(&w))
+	c = openRemoteT(t, "hf://org/model", offline)
 	if hub.Requests() != 0 {
 		t.Errorf("%d requests offline", hub.Requests())
 	}
 	if !c.Remote.Offline || c.Hub.Commit != commitMain || c.Shards[1].Missing == "" || c.Shards[0].File == nil {
 		t.Errorf("offline: %+v %+v", c.Remote, c.Shards[1])
 	}
-	if _, err := Open(context.Background(), "hf://org/model@v2", remoteOpts(&w)); err == nil || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
+	if _, err := open("hf://org/model@v2", offline); err == nil || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {
 		t.Errorf("offline, uncached revision: %v", err)
 	}
 }
 
 func TestHubURL(t *testing.T) {
-	_, _ = newHub(t, "")
+	hub, _ := newHub(t, "")
 	var w waits
-	ep := os.Getenv("HF_ENDPOINT")
-	c := openRemoteT(t, ep+"/org/model/resolve/refs%2Fpr%2F3/model.safetensors.index.json", remoteOpts(&w))
+	ep := hub.URL
+	c := openRemoteT(t, ep+"/org/model/resolve/refs%2Fpr%2F3/model.safetensors.index.json", hubOpts(&w, hub))
 	if c.Hub == nil || c.Hub.Commit != commitPR || c.Remote.Kind != "hf" {
 		t.Errorf("a resolve URL on the endpoint is read as hf://: %+v %+v", c.Hub, c.Remote)
 	}
@@ -268,7 +263,7 @@ func TestHubURL(t *testing.T) {
 		{ep + "/org/model/resolve/main/sub", "", false},
 	} {
 		u, _ := url.Parse(tc.raw)
-		ref, ok := hubURL(u)
+		ref, ok := hubURL(u, &checkpoint.RemoteOptions{Endpoint: ep})
 		if ok != tc.ok || ref.repo != tc.repo {
 			t.Errorf("%s: %+v %v", tc.raw, ref, ok)
 		}
@@ -315,7 +310,7 @@ func FuzzParseHF(f *testing.F) {
 		if strings.Contains("/"+ref.dir+"/", "/../") || strings.HasPrefix(ref.dir, "/") {
 			t.Errorf("%q: dir %q leaves the repository", s, ref.dir)
 		}
-		if ref.tg.file != "" && UnsafeName(ref.tg.file) != "" {
+		if ref.tg.file != "" && checkpoint.UnsafeName(ref.tg.file) != "" {
 			t.Errorf("%q: file %q", s, ref.tg.file)
 		}
 	})

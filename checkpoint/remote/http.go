@@ -1,4 +1,4 @@
-package checkpoint
+package remote
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
@@ -23,14 +24,18 @@ import (
 // set on the first request along a redirect to the same host on another
 // port (net/http's shouldCopyHeaderOnRedirect compares host names only), so
 // the header is never set on a request: the transport adds it to each hop
-// whose origin matches.
-func newHTTPClient(origin, auth string) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64 // many ranged reads in flight, connections reused
-	tr.DisableCompression = true
-	var rt http.RoundTripper = tr
+// whose origin matches. base carries the requests; nil is a transport of
+// the source's own.
+func newHTTPClient(origin, auth string, base http.RoundTripper) *http.Client {
+	if base == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64 // many ranged reads in flight, connections reused
+		tr.DisableCompression = true
+		base = tr
+	}
+	rt := base
 	if auth != "" {
-		rt = &authTransport{base: tr, origin: origin, auth: auth}
+		rt = &authTransport{base: base, origin: origin, auth: auth}
 	}
 	return &http.Client{Transport: rt, CheckRedirect: checkRedirect}
 }
@@ -95,10 +100,10 @@ type httpObject struct {
 	final   atomic.Pointer[string]
 }
 
-func (o *httpObject) get(ctx context.Context, off, n int64, etag string) (*part, error) {
+func (o *httpObject) Get(ctx context.Context, off, n int64, etag string) (*Part, error) {
 	if u := o.final.Load(); u != nil {
 		pt, err := o.request(ctx, *u, off, n, etag)
-		var re *RemoteError
+		var re *Error
 		if !errors.As(err, &re) || re.Status == 0 || re.Status == http.StatusPreconditionFailed || re.Status >= 500 || re.Status == http.StatusTooManyRequests {
 			return pt, err
 		}
@@ -109,10 +114,10 @@ func (o *httpObject) get(ctx context.Context, off, n int64, etag string) (*part,
 	return o.request(ctx, o.url, off, n, etag)
 }
 
-func (o *httpObject) request(ctx context.Context, u string, off, n int64, etag string) (*part, error) {
+func (o *httpObject) request(ctx context.Context, u string, off, n int64, etag string) (*Part, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &RemoteError{Path: o.display, Cause: "not a valid URL"}
+		return nil, &Error{Path: o.display, Cause: "not a valid URL"}
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 	req.Header.Set("User-Agent", "ckptcheck")
@@ -128,25 +133,25 @@ func (o *httpObject) request(ctx context.Context, u string, off, n int64, etag s
 			inner = ue.Err
 		}
 		temp, _ := retryable(inner)
-		cause := netCause(inner)
+		cause := NetCause(inner)
 		if !temp && ctx.Err() == nil {
 			cause = inner.Error()
 		}
-		return nil, &RemoteError{Path: o.display, Cause: cause, temporary: temp, err: inner}
+		return nil, &Error{Path: o.display, Cause: cause, Temporary: temp, Err: inner}
 	}
 	if final := resp.Request.URL.String(); final != u {
 		o.final.Store(&final)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return &part{body: resp.Body, whole: true, length: resp.ContentLength, size: resp.ContentLength, etag: strongETag(resp.Header)}, nil
+		return &Part{Body: resp.Body, Whole: true, Length: resp.ContentLength, Size: resp.ContentLength, ETag: strongETag(resp.Header)}, nil
 	case http.StatusPartialContent:
-		start, _, size, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		start, _, size, ok := ParseContentRange(resp.Header.Get("Content-Range"))
 		if !ok {
 			resp.Body.Close()
-			return nil, &RemoteError{Path: o.display, Status: resp.StatusCode, Cause: fmt.Sprintf("HTTP 206 with a Content-Range of %q", resp.Header.Get("Content-Range"))}
+			return nil, &Error{Path: o.display, Status: resp.StatusCode, Cause: fmt.Sprintf("HTTP 206 with a Content-Range of %q", resp.Header.Get("Content-Range"))}
 		}
-		return &part{body: resp.Body, off: start, length: resp.ContentLength, size: size, etag: strongETag(resp.Header)}, nil
+		return &Part{Body: resp.Body, Off: start, Length: resp.ContentLength, Size: size, ETag: strongETag(resp.Header)}, nil
 	}
 	resp.Body.Close()
 	return nil, o.statusError(resp)
@@ -164,31 +169,31 @@ func (o *httpObject) statusError(resp *http.Response) error {
 				size = v
 			}
 		}
-		return &unsatisfiable{size: size}
+		return &Unsatisfiable{Size: size}
 	case code == http.StatusNotFound || code == http.StatusGone:
-		return notFound(o.display, code, "not found ("+cause+")")
+		return NotFound(o.display, code, "not found ("+cause+")")
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if o.refused != nil {
 			if why := o.refused(code, resp.Header); why != "" {
 				cause += ": " + why
 			}
 		}
-		return &RemoteError{Path: o.display, Status: code, Cause: "access refused (" + cause + ")", err: fs.ErrPermission}
+		return &Error{Path: o.display, Status: code, Cause: "access refused (" + cause + ")", Err: fs.ErrPermission}
 	case code == http.StatusPreconditionFailed:
-		return &RemoteError{Path: o.display, Status: code, err: ErrChanged,
-			Cause: fmt.Sprintf("%s: the file was replaced during the run (its ETag no longer matches: %s)", ErrChanged, cause)}
+		return &Error{Path: o.display, Status: code, Err: checkpoint.ErrChanged,
+			Cause: fmt.Sprintf("%s: the file was replaced during the run (its ETag no longer matches: %s)", checkpoint.ErrChanged, cause)}
 	case code == http.StatusTooManyRequests || code >= 500:
-		after := retryAfter(resp.Header.Get("Retry-After"))
+		after := RetryAfter(resp.Header.Get("Retry-After"))
 		if after > maxRetryAfter {
 			cause += fmt.Sprintf(", asking to retry after %s", after.Round(time.Second))
 		}
-		return &RemoteError{Path: o.display, Status: code, Cause: cause, temporary: true, retryAfter: after}
+		return &Error{Path: o.display, Status: code, Cause: cause, Temporary: true, RetryAfter: after}
 	}
-	return &RemoteError{Path: o.display, Status: code, Cause: cause}
+	return &Error{Path: o.display, Status: code, Cause: cause}
 }
 
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
+// RetryAfter reads a Retry-After header: seconds or an HTTP date.
+func RetryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
@@ -211,8 +216,8 @@ func strongETag(h http.Header) string {
 	return e
 }
 
-// parseContentRange reads "bytes first-last/size"; size is -1 for "*".
-func parseContentRange(v string) (first, last, size int64, ok bool) {
+// ParseContentRange reads "bytes first-last/size"; size is -1 for "*".
+func ParseContentRange(v string) (first, last, size int64, ok bool) {
 	s, ok := strings.CutPrefix(v, "bytes ")
 	if !ok {
 		return 0, 0, 0, false
@@ -243,9 +248,10 @@ func parseContentRange(v string) (first, last, size int64, ok bool) {
 }
 
 // An httpSource reads files at URLs relative to a base URL. Plain HTTP
-// cannot list: List returns ErrNotListable.
+// cannot list: List returns checkpoint.ErrNotListable.
 type httpSource struct {
-	remoteBase
+	Base
+	opt     *checkpoint.RemoteOptions
 	client  *http.Client
 	base    *url.URL // the directory, ending in "/", without query
 	first   string   // the name of the file the user gave
@@ -253,23 +259,25 @@ type httpSource struct {
 	display string   // base as reports show it
 }
 
-// newHTTPSource makes the source for an http(s) URL and says what the URL
-// names: a .safetensors file, an index, or a directory (then the index or
-// model.safetensors there, found by asking).
-func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Checkpoint) (remoteSource, target, error) {
+// openHTTP is the Opener of http(s) URLs. The URL names a .safetensors
+// file, an index, or a directory (then the index or model.safetensors
+// there, found by asking). A URL on the Hub's endpoint is read as the
+// hf:// path it is.
+func openHTTP(ctx context.Context, raw string, o checkpoint.Options) (*checkpoint.Location, error) {
+	opt := &o.Remote
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return nil, target{}, fmt.Errorf("%s: not a valid URL", raw)
+		return nil, fmt.Errorf("%s: not a valid URL", raw)
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
-	if ref, ok := hubURL(u); ok {
-		src, tg, local, err := openHF(ctx, ref, opt, c)
-		if err == nil && local != "" {
-			return nil, tg, fmt.Errorf("%s: HF_HUB_OFFLINE is set: give the repository as hf://%s to read it from the hub cache", displayURL(u), ref.repo)
+	if ref, ok := hubURL(u, opt); ok {
+		if opt.Offline {
+			return nil, fmt.Errorf("%s: offline (HF_HUB_OFFLINE): give the repository as hf://%s to read it from the hub cache", displayURL(u), ref.repo)
 		}
-		return src, tg, err
+		return openHF(ctx, ref, opt)
 	}
-	s := &httpSource{remoteBase: remoteBase{opt: opt}, client: newHTTPClient("", "")}
+	s := &httpSource{opt: opt, client: newHTTPClient("", "", opt.Transport)}
+	s.OpenNow = s.openNow
 	dir, tg := u, target{}
 	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
 		tg = targetOf(base)
@@ -287,7 +295,7 @@ func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Check
 	b := *dir
 	b.User, b.RawQuery, b.ForceQuery, b.Fragment, b.RawFragment = nil, "", false, "", ""
 	if u.User != nil {
-		return nil, target{}, fmt.Errorf("%s: credentials in the URL are not sent; use a presigned URL or hf:// / s3://", displayURL(u))
+		return nil, fmt.Errorf("%s: credentials in the URL are not sent; use a presigned URL or hf:// / s3://", displayURL(u))
 	}
 	s.base, s.display = &b, b.String()
 	if tg == (target{}) {
@@ -298,17 +306,15 @@ func newHTTPSource(ctx context.Context, raw string, opt *RemoteOptions, c *Check
 				continue
 			}
 			if err != nil {
-				return nil, target{}, err
+				return nil, err
 			}
-			keep(s, name, f)
-			return s, targetOf(name), nil
+			s.keep(name, f)
+			return Locate(ctx, s, name)
 		}
-		return nil, target{}, fmt.Errorf("%s: no model.safetensors.index.json or model.safetensors there (over http(s), give the URL of a .safetensors file or of an index: there is no listing)", s.display)
+		return nil, fmt.Errorf("%s: no model.safetensors.index.json or model.safetensors there (over http(s), give the URL of a .safetensors file or of an index: there is no listing)", s.display)
 	}
-	return s, tg, nil
+	return Locate(ctx, s, tg.name())
 }
-
-func (s *httpSource) rb() *remoteBase { return &s.remoteBase }
 
 // Path is the file's URL without query.
 func (s *httpSource) Path(name string) string {
@@ -318,33 +324,32 @@ func (s *httpSource) Path(name string) string {
 	return s.display + name
 }
 
-func (s *httpSource) List(ctx context.Context) ([]Entry, error) { return nil, ErrNotListable }
-
-func (s *httpSource) Open(ctx context.Context, name string) (File, error) {
-	return s.open(ctx, s, name)
+func (s *httpSource) List(ctx context.Context) ([]checkpoint.Entry, error) {
+	return nil, checkpoint.ErrNotListable
 }
 
-func (s *httpSource) openNow(ctx context.Context, name string) (File, error) {
+func (s *httpSource) openNow(ctx context.Context, name string) (checkpoint.File, error) {
 	u := s.firstU
 	if name != s.first {
 		ref, err := url.Parse(escapePath(name))
 		if err != nil {
-			return nil, &RemoteError{Path: s.Path(name), Cause: "not a valid file name for a URL"}
+			return nil, &Error{Path: s.Path(name), Cause: "not a valid file name for a URL"}
 		}
 		u = s.base.ResolveReference(ref).String()
 	}
 	obj := &httpObject{client: s.client, url: u, display: s.Path(name)}
-	f, err := openRemoteFile(ctx, s.Path(name), obj, probeSize(name), s.opt, true)
+	f, err := OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, true)
 	if err != nil {
 		return nil, err
 	}
-	s.record(FileVersion{Name: name, Size: f.size, ETag: f.etag})
+	s.Record(checkpoint.FileVersion{Name: name, Size: f.size, ETag: f.etag})
 	return f, nil
 }
 
-func (s *httpSource) remote() *Remote {
+// Remote names the base URL, and the files read.
+func (s *httpSource) Remote() *checkpoint.Remote {
 	kind := strings.TrimSuffix(s.base.Scheme, "://")
-	return &Remote{Kind: kind, Name: s.display, Files: s.versions()}
+	return &checkpoint.Remote{Kind: kind, Name: s.display, Files: s.Versions()}
 }
 
 // escapePath escapes each segment of a slash-separated name for a URL.
@@ -360,7 +365,7 @@ func escapePath(name string) string {
 func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %s", what, netCause(err))
+		return nil, fmt.Errorf("reading %s: %s", what, NetCause(err))
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s is over %s bytes", what, textfmt.Thousands(limit))

@@ -1,4 +1,4 @@
-package checkpoint
+package remote
 
 import (
 	"sync"
@@ -67,7 +67,7 @@ type readAhead struct {
 
 // readAheadAt fills p from byte off through chunks, when the reads are
 // sequential; it reports false when p should be read directly.
-func (f *remoteFile) readAheadAt(p []byte, off int64) (bool, error) {
+func (f *File) readAheadAt(p []byte, off int64) (bool, error) {
 	first, last := off/aheadChunk, (off+int64(len(p))-1)/aheadChunk
 	ra := &f.ahead
 	ra.mu.Lock()
@@ -133,7 +133,7 @@ func (f *remoteFile) readAheadAt(p []byte, off int64) (bool, error) {
 // chunkLocked returns chunk k, starting its request if it has none; nil
 // when no buffer is free (for a chunk the reader needs now, after dropping
 // the file's least recently used one). The caller holds f.ahead.mu.
-func (f *remoteFile) chunkLocked(k int64, now bool) *chunk {
+func (f *File) chunkLocked(k int64, now bool) *chunk {
 	ra := &f.ahead
 	ra.clock++
 	if c, ok := ra.chunks[k]; ok {
@@ -160,7 +160,7 @@ func (f *remoteFile) chunkLocked(k int64, now bool) *chunk {
 
 // evictLocked drops chunk k, or with k < 0 the least recently asked-for
 // one, if it has arrived and no reader holds it.
-func (f *remoteFile) evictLocked(k int64) {
+func (f *File) evictLocked(k int64) {
 	ra := &f.ahead
 	victim, at := int64(-1), int64(0)
 	for j, c := range ra.chunks {
@@ -182,7 +182,7 @@ func (f *remoteFile) evictLocked(k int64) {
 // delivered records n bytes copied out of chunk k by a reader that is done
 // with it. A chunk whose bytes were all delivered, or that failed, is
 // dropped; its buffer is reused once no reader holds it.
-func (f *remoteFile) delivered(k int64, c *chunk, n int, failed bool) {
+func (f *File) delivered(k int64, c *chunk, n int, failed bool) {
 	ra := &f.ahead
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
@@ -207,7 +207,7 @@ func recycle(c *chunk) {
 
 // closeAhead returns the file's chunk buffers, waiting for requests still
 // under way (the file's context is cancelled, so they end at once).
-func (f *remoteFile) closeAhead() {
+func (f *File) closeAhead() {
 	ra := &f.ahead
 	ra.mu.Lock()
 	chunks := ra.chunks

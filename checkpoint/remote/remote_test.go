@@ -1,9 +1,8 @@
-package checkpoint
+package remote
 
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -33,32 +33,26 @@ func serve(t *testing.T, dir string) *remotetest.Server {
 	return s
 }
 
-// waits records the waits between retries instead of sleeping.
-type waits struct {
-	mu sync.Mutex
-	d  []time.Duration
+type waits = remotetest.Waits
+
+// testOpts are the options of a test's opens, and where their waits go.
+type testOpts struct {
+	checkpoint.Options
+	w *waits
 }
 
-func (w *waits) sleep(ctx context.Context, d time.Duration) error {
-	w.mu.Lock()
-	w.d = append(w.d, d)
-	w.mu.Unlock()
-	return ctx.Err()
+func remoteOpts(w *waits) testOpts {
+	return testOpts{checkpoint.Options{Remote: checkpoint.RemoteOptions{Timeout: 10 * time.Second}}, w}
 }
 
-func (w *waits) list() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]time.Duration(nil), w.d...)
+// open opens p as checkpoint.Open does, recording the waits.
+func open(p string, opt testOpts) (*checkpoint.Checkpoint, error) {
+	return checkpoint.Open(WithWait(context.Background(), opt.w.Sleep), p, opt.Options)
 }
 
-func remoteOpts(w *waits) Options {
-	return Options{Remote: RemoteOptions{Timeout: 10 * time.Second, sleep: w.sleep}}
-}
-
-func openRemoteT(t *testing.T, p string, opt Options) *Checkpoint {
+func openRemoteT(t *testing.T, p string, opt testOpts) *checkpoint.Checkpoint {
 	t.Helper()
-	c, err := Open(context.Background(), p, opt)
+	c, err := open(p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +60,7 @@ func openRemoteT(t *testing.T, p string, opt Options) *Checkpoint {
 	return c
 }
 
-// paddedFile is a safetensors file whose header is exactly n bytes: one
-// F32 tensor "t" of two elements and metadata padding.
-func paddedFile(n int) []byte {
-	head := `{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"__metadata__":{"pad":"`
-	tail := `"}}`
-	h := head + strings.Repeat("x", n-len(head)-len(tail)) + tail
-	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	b = append(b, h...)
-	return append(b, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40) // 1.0, 2.0
-}
+var paddedFile = remotetest.PaddedFile
 
 func TestHTTPHeaderProbeEdges(t *testing.T) {
 	dir := t.TempDir()
@@ -169,6 +154,37 @@ func TestHTTPForms(t *testing.T) {
 	}
 }
 
+// countingTransport counts the requests it carries.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestTransport(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	hub, _ := newHub(t, "")
+	var w waits
+	for _, tc := range []struct {
+		path   string
+		opt    testOpts
+		server interface{ Requests() int64 }
+	}{
+		{s.URL + "/model.safetensors.index.json", remoteOpts(&w), s},
+		{"hf://org/model", hubOpts(&w, hub), hub},
+	} {
+		var tr countingTransport
+		tc.opt.Remote.Transport = &tr
+		c := openRemoteT(t, tc.path, tc.opt)
+		if len(c.Shards) != 3 || tr.n.Load() == 0 || tr.n.Load() < tc.server.Requests() {
+			t.Errorf("%s: %d requests through the transport, %d served", tc.path, tr.n.Load(), tc.server.Requests())
+		}
+	}
+}
+
 func TestHTTPMissingAndRefused(t *testing.T) {
 	dir := t.TempDir()
 	writeTiny(t, dir)
@@ -196,7 +212,7 @@ func TestHTTPMissingAndRefused(t *testing.T) {
 		{"/private/model.safetensors", fs.ErrPermission, "access refused (HTTP 401"},
 		{"/forbidden/model.safetensors.index.json", fs.ErrPermission, "access refused (HTTP 403"},
 	} {
-		_, err := Open(context.Background(), s.URL+tc.path, remoteOpts(&w))
+		_, err := open(s.URL+tc.path, remoteOpts(&w))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), s.URL+tc.path) {
 			t.Errorf("%s: %v", tc.path, err)
 		}
@@ -204,8 +220,8 @@ func TestHTTPMissingAndRefused(t *testing.T) {
 			t.Errorf("%s: %v is not %v", tc.path, err, tc.is)
 		}
 	}
-	if len(w.list()) != 0 {
-		t.Errorf("404/401/403 were retried: %v", w.list())
+	if len(w.List()) != 0 {
+		t.Errorf("404/401/403 were retried: %v", w.List())
 	}
 	// A shard the index names that the server lacks is a missing shard.
 	os.Remove(filepath.Join(dir, "model-00002-of-00003.safetensors"))
@@ -254,7 +270,7 @@ func TestHTTPServerIgnoringRange(t *testing.T) {
 	}
 	// A 200 starting to send a larger file stops at once.
 	s.Reset()
-	_, err := Open(context.Background(), s.URL+"/big.safetensors", remoteOpts(&w))
+	_, err := open(s.URL+"/big.safetensors", remoteOpts(&w))
 	if !errors.Is(err, errIgnoresRange) || !strings.Contains(err.Error(), "536,870,912-byte file") {
 		t.Fatalf("big file: %v", err)
 	}
@@ -289,7 +305,7 @@ func TestHTTPRetries(t *testing.T) {
 	if c.Shards[0].File == nil {
 		t.Fatal("not opened")
 	}
-	got := w.list()
+	got := w.List()
 	if len(got) != 2 || got[0] != 3*time.Second || got[1] <= 0 || got[1] > time.Second {
 		t.Errorf("waits %v, want Retry-After's 3s then a short backoff", got)
 	}
@@ -302,9 +318,9 @@ func TestHTTPRetries(t *testing.T) {
 		return false
 	})
 	w = waits{}
-	_, err := Open(context.Background(), s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
-	if err == nil || !strings.Contains(err.Error(), "HTTP 503") || len(w.list()) != maxAttempts-1 {
-		t.Errorf("%v after %d waits", err, len(w.list()))
+	_, err := open(s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 503") || len(w.List()) != maxAttempts-1 {
+		t.Errorf("%v after %d waits", err, len(w.List()))
 	}
 }
 
@@ -367,7 +383,7 @@ func TestHTTPFileReplaced(t *testing.T) {
 	os.Chtimes(name, time.Now(), time.Now().Add(time.Hour)) // a new ETag, same size
 	buf := make([]byte, 64)
 	_, err := c.Shards[0].File.Tensors[0].Open().ReadAt(buf, 512<<10)
-	if !errors.Is(err, ErrChanged) || !errors.Is(c.Unchanged(), ErrChanged) {
+	if !errors.Is(err, checkpoint.ErrChanged) || !errors.Is(c.Unchanged(), checkpoint.ErrChanged) {
 		t.Fatalf("replaced file: read %v, unchanged %v", err, c.Unchanged())
 	}
 	if log := s.Log(); log[len(log)-1].IfMatch == "" {
@@ -415,7 +431,7 @@ func TestParseContentRange(t *testing.T) {
 		{"items 0-9/10", 0, 0, 0, false},
 		{"bytes -1-9/10", 0, 0, 0, false},
 	} {
-		f, l, s, ok := parseContentRange(tc.in)
+		f, l, s, ok := ParseContentRange(tc.in)
 		if ok != tc.ok || (ok && (f != tc.first || l != tc.last || s != tc.size)) {
 			t.Errorf("%q: %d %d %d %v", tc.in, f, l, s, ok)
 		}
@@ -427,7 +443,7 @@ func FuzzParseContentRange(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		first, last, size, ok := parseContentRange(s)
+		first, last, size, ok := ParseContentRange(s)
 		if ok && (first < 0 || last < first || (size != -1 && size <= last)) {
 			t.Errorf("%q: %d-%d/%d accepted", s, first, last, size)
 		}
@@ -437,11 +453,11 @@ func FuzzParseContentRange(f *testing.F) {
 func TestRetryAfter(t *testing.T) {
 	for in, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "-1": 0, "soon": 0,
 		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0} {
-		if got := retryAfter(in); got != want {
+		if got := RetryAfter(in); got != want {
 			t.Errorf("%q: %v, want %v", in, got, want)
 		}
 	}
-	if d := retryAfter(time.Now().Add(time.Minute).UTC().Format(http.TimeFormat)); d < 50*time.Second || d > time.Minute {
+	if d := RetryAfter(time.Now().Add(time.Minute).UTC().Format(http.TimeFormat)); d < 50*time.Second || d > time.Minute {
 		t.Errorf("an HTTP date a minute ahead: %v", d)
 	}
 }
@@ -468,7 +484,7 @@ func TestReadAheadSequential(t *testing.T) {
 	s := serve(t, dir)
 	var w waits
 	opt := remoteOpts(&w)
-	f, err := openRemoteFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", ""), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	f, err := OpenFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +535,7 @@ func TestReadAheadRandom(t *testing.T) {
 	s := serve(t, dir)
 	var w waits
 	opt := remoteOpts(&w)
-	f, err := openRemoteFile(context.Background(), "big", &httpObject{client: newHTTPClient("", ""), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	f, err := OpenFile(context.Background(), "big", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +562,7 @@ func TestReadAheadRandom(t *testing.T) {
 	p := make([]byte, 4096)
 	_, err1 := f.ReadAt(p, aheadChunk+4096)
 	_, err2 := f.ReadAt(p, aheadChunk+8192)
-	if !errors.Is(err1, ErrChanged) && !errors.Is(err2, ErrChanged) {
+	if !errors.Is(err1, checkpoint.ErrChanged) && !errors.Is(err2, checkpoint.ErrChanged) {
 		t.Errorf("replaced file: %v, %v", err1, err2)
 	}
 }
@@ -566,8 +582,8 @@ func TestHTTPTimeout(t *testing.T) {
 	opt := remoteOpts(&w)
 	opt.Remote.Timeout = 150 * time.Millisecond
 	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", opt)
-	if c.Shards[0].File == nil || len(w.list()) == 0 {
-		t.Errorf("a stalled request is not retried after --timeout: %+v, waits %v", c.Shards[0], w.list())
+	if c.Shards[0].File == nil || len(w.List()) == 0 {
+		t.Errorf("a stalled request is not retried after --timeout: %+v, waits %v", c.Shards[0], w.List())
 	}
 	// One that always stalls fails with a message naming --timeout.
 	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
@@ -576,7 +592,7 @@ func TestHTTPTimeout(t *testing.T) {
 		}
 		return false
 	})
-	_, err := Open(context.Background(), s.URL+"/model-00001-of-00003.safetensors", opt)
+	_, err := open(s.URL+"/model-00001-of-00003.safetensors", opt)
 	if err == nil || !strings.Contains(err.Error(), "no complete answer within 150ms (--timeout)") {
 		t.Errorf("%v", err)
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The Hugging Face settings huggingface_hub reads from the environment are
+// read here, once, and passed to the library in checkpoint.RemoteOptions:
+// the library reads none of them itself.
+
+// maxTokenFile bounds the token file: a Hub token is about 40 bytes.
+const maxTokenFile = 4 << 10
+
+// hubToken is the Hub token: $HF_TOKEN (or the older
+// $HUGGING_FACE_HUB_TOKEN), else the file the hf CLI's login writes:
+// $HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token.
+// A token file that is missing, not a regular file or too large is no
+// token, as for huggingface_hub.
+func hubToken() string {
+	for _, v := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if t := strings.TrimSpace(os.Getenv(v)); t != "" {
+			return t
+		}
+	}
+	file := os.Getenv("HF_TOKEN_PATH")
+	if file == "" {
+		file = filepath.Join(hubHome(), "token")
+	}
+	b, err := readTokenFile(file)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// readTokenFile reads a small regular file whole, refusing one over
+// maxTokenFile before reading it and while reading it (it may grow).
+func readTokenFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	case st.Size() > maxTokenFile:
+		return nil, fmt.Errorf("%s: over %d bytes", path, maxTokenFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTokenFile {
+		return nil, errors.New(path + ": grew over the limit while read")
+	}
+	return b, nil
+}
+
+// hubHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
+// ~/.cache/huggingface.
+func hubHome() string {
+	if h := os.Getenv("HF_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "huggingface")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "huggingface")
+}
+
+// hubOffline reports HF_HUB_OFFLINE set to a true value, as huggingface_hub
+// reads it.
+func hubOffline() bool {
+	switch strings.ToUpper(strings.TrimSpace(os.Getenv("HF_HUB_OFFLINE"))) {
+	case "1", "ON", "YES", "TRUE":
+		return true
+	}
+	return false
+}
