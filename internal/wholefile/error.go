@@ -19,6 +19,8 @@ type Error struct {
 	Kind, Path string
 	// Err is ErrNotRegular, ErrTooLarge, or the system's error.
 	Err error
+	// Mode is the file's type, for ErrNotRegular.
+	Mode fs.FileMode
 	// Detail is the message after the path.
 	Detail string
 }
@@ -37,7 +39,7 @@ func (l Limit) regular(path string, fi fs.FileInfo) error {
 	if fi.Mode().IsRegular() {
 		return nil
 	}
-	return &Error{Kind: l.Kind, Path: path, Err: ErrNotRegular, Detail: "is " + describe(fi.Mode()) + ", not a regular file"}
+	return &Error{Kind: l.Kind, Path: path, Err: ErrNotRegular, Mode: fi.Mode().Type(), Detail: "is " + describe(fi.Mode()) + ", not a regular file"}
 }
 
 // fail wraps a system error, without repeating the path.

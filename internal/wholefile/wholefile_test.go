@@ -58,6 +58,9 @@ func TestReadFile(t *testing.T) {
 			if !errors.Is(err, tt.err) || !errors.As(err, &e) || e.Path != path {
 				t.Fatalf("error %v, want one wrapping %v for %s", err, tt.err, path)
 			}
+			if errors.Is(err, ErrNotRegular) && e.Mode.IsRegular() {
+				t.Errorf("Mode %v for a file that is not regular", e.Mode)
+			}
 			if want := "--policy " + path + ": "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("error %q, want %q...%q", err, want, tt.msg)
 			}
