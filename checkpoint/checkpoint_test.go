@@ -181,6 +181,18 @@ func TestOpenHubCache(t *testing.T) {
 	if _, err := checkpoint.Open(context.Background(), "org/other", checkpoint.Options{}); err == nil {
 		t.Error("org/other: want an error")
 	}
+	// A directory of refs (refs/pr/1) is no ref: the revision is looked
+	// for among the commits. A ref file that is no ref is an error.
+	refs := filepath.Join(cache, "models--gpt2", "refs")
+	os.MkdirAll(filepath.Join(refs, "pr"), 0o755)
+	os.WriteFile(filepath.Join(refs, "pr", "1"), []byte("c0ffee00\n"), 0o644)
+	if _, err := checkpoint.Open(context.Background(), "gpt2@pr", checkpoint.Options{}); err == nil || !strings.Contains(err.Error(), "revision pr is not in the hub cache") {
+		t.Errorf("gpt2@pr: %v", err)
+	}
+	os.WriteFile(filepath.Join(refs, "main"), make([]byte, 2<<10), 0o644)
+	if _, err := checkpoint.Open(context.Background(), "gpt2", checkpoint.Options{}); err == nil || !strings.Contains(err.Error(), "gpt2: hub cache ref "+filepath.Join(refs, "main")+": file is larger than 1 KiB") {
+		t.Errorf("a huge refs/main: %v", err)
+	}
 	// An interrupted download: the snapshot's link points at no blob.
 	snap := filepath.Join(cache, "models--org--tiny", "snapshots", "c0ffee00")
 	os.Symlink(filepath.Join("..", "..", "blobs", "missing"), filepath.Join(snap, "extra.safetensors"))

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 )
 
 // A HubRef is a Hugging Face repo id resolved in the local hub cache.
@@ -18,6 +20,16 @@ type HubRef struct {
 	Revision string `json:"revision"`
 	// Commit is the commit it resolved to: the snapshot's directory name.
 	Commit string `json:"commit"`
+}
+
+// hubRefLimit caps a ref file (refs/main), which holds a 40-digit commit.
+var hubRefLimit = wholefile.Limit{Kind: "hub cache ref", Max: 1 << 10}
+
+// isDirError reports a directory where a ref was looked for (refs/pr holds
+// refs/pr/1): not a ref, so the revision is looked for among the commits.
+func isDirError(err error) bool {
+	var e *wholefile.Error
+	return errors.As(err, &e) && e.Mode.IsDir()
 }
 
 var repoID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?(@[A-Za-z0-9._/-]+)?$`)
@@ -60,8 +72,13 @@ func ResolveHub(id string) (dir string, ref *HubRef, err error) {
 	snaps := cachedSnapshots(base)
 	commit, ok := "", false
 	if filepath.IsLocal(rev) {
-		if b, err := os.ReadFile(filepath.Join(base, "refs", filepath.FromSlash(rev))); err == nil {
+		b, err := wholefile.ReadFile(filepath.Join(base, "refs", filepath.FromSlash(rev)), hubRefLimit)
+		switch {
+		case err == nil:
 			commit, ok = strings.TrimSpace(string(b)), true
+		case !errors.Is(err, fs.ErrNotExist) && !isDirError(err):
+			// A FIFO, a device or a huge file where a ref belongs.
+			return "", nil, fmt.Errorf("%s: %w", id, err)
 		}
 	}
 	if !ok {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/ckptcheck/ckptcheck/internal/config"
+	"github.com/ckptcheck/ckptcheck/cmd/ckptcheck/internal/config"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 

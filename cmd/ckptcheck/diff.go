@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"sync"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
@@ -162,7 +162,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 func valuePolicy(cmd *cli.Command) (verify.ValuePolicy, error) {
 	var p verify.ValuePolicy
 	if file := cmd.String("policy"); file != "" {
-		f, err := os.Open(file)
+		f, err := wholefile.Open(file, policyLimit)
 		if err != nil {
 			return p, err
 		}
@@ -195,7 +195,7 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 	var opt verify.DiffOptions
 	reg := &adapter.Registry{}
 	for _, file := range cmd.StringSlice("adapter-file") {
-		b, err := os.ReadFile(file)
+		b, err := wholefile.ReadFile(file, adapterFileLimit)
 		if err != nil {
 			return opt, err
 		}

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -104,7 +104,7 @@ func buildManifestPart(ctx context.Context, cmd *cli.Command, c *checkpoint.Chec
 
 // readManifest reads a manifest file for validate --manifest.
 func readManifest(path string) (*verify.Manifest, error) {
-	f, err := os.Open(path)
+	f, err := wholefile.Open(path, manifestLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -95,7 +95,7 @@ type mergePart struct {
 // readMergePart reads a report, or a manifest when the file's schema says
 // it is one.
 func readMergePart(path string) (mergePart, error) {
-	b, err := os.ReadFile(path)
+	b, err := wholefile.ReadFile(path, mergeInputLimit)
 	if err != nil {
 		return mergePart{}, err
 	}

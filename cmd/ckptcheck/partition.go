@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"slices"
@@ -93,12 +91,11 @@ func judgementSettings(cmd *cli.Command) ([]string, error) {
 			if takesFile(f) {
 				// The contents, not the path: parts may run where the
 				// file is elsewhere.
-				b, err := os.ReadFile(v)
+				sum, err := fileDigest(name, v)
 				if err != nil {
 					return nil, err
 				}
-				sum := sha256.Sum256(b)
-				line = name + "=sha256:" + hex.EncodeToString(sum[:])
+				line = name + "=sha256:" + sum
 			}
 			out = append(out, line)
 		}

@@ -103,8 +103,8 @@ func TestLoad(t *testing.T) {
 		t.Errorf("absent: %v", err)
 	}
 	big := filepath.Join(dir, "big.yaml")
-	os.WriteFile(big, make([]byte, maxSize+1), 0o644)
-	if _, err := Load(big, schema); err == nil || !strings.Contains(err.Error(), "larger than") {
+	os.WriteFile(big, make([]byte, Limit.Max+1), 0o644)
+	if _, err := Load(big, schema); err == nil || !strings.Contains(err.Error(), "--config "+big+": file is larger than 1 MiB") {
 		t.Errorf("big: %v", err)
 	}
 }

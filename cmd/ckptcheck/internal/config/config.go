@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 // FileName is the configuration file looked for in the working directory.
 const FileName = ".ckptcheck.yaml"
 
-// maxSize bounds the file read: a configuration is a few kilobytes.
-const maxSize = 1 << 20
+// Limit caps the file read: a configuration is a few kilobytes. A FIFO or
+// a device named as the file is refused, never read.
+var Limit = wholefile.Limit{Kind: "--config", Max: 1 << 20}
 
 // A Schema lists the commands and their flags a file may set: command →
 // flag name → whether the flag is repeatable (takes a list).
@@ -53,21 +53,9 @@ func (f *File) Defaults(command string, has func(flag string) bool) map[string][
 
 // Load reads and parses the file at path.
 func Load(path string, schema Schema) (*File, error) {
-	fh, err := os.Open(path)
+	b, err := wholefile.ReadFile(path, Limit)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes; not a configuration file", path, maxSize)
+		return nil, err
 	}
 	return Parse(path, b, schema)
 }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package wholefile
+
+// Special files are tested on Unix, where tests can make them.
+var specialCases []readCase
