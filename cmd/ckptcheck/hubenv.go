@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 )
 
 // The Hugging Face settings huggingface_hub reads from the environment are
@@ -31,38 +30,11 @@ func hubToken() string {
 	if file == "" {
 		file = filepath.Join(hubHome(), "token")
 	}
-	b, err := readTokenFile(file)
+	b, err := wholefile.ReadFile(file, wholefile.Limit{Kind: "HF token file", Max: maxTokenFile})
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// readTokenFile reads a small regular file whole, refusing one over
-// maxTokenFile before reading it and while reading it (it may grow).
-func readTokenFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	case st.Size() > maxTokenFile:
-		return nil, fmt.Errorf("%s: over %d bytes", path, maxTokenFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxTokenFile {
-		return nil, errors.New(path + ": grew over the limit while read")
-	}
-	return b, nil
 }
 
 // hubHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else
