@@ -3,10 +3,12 @@ package manifest
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/ckptcheck/ckptcheck/internal/strictjson"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -85,4 +87,33 @@ func isHex(s string, n int) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
+}
+
+// IsManifest reports whether doc is a JSON object whose "schema" member
+// says it is a manifest, however its keys are ordered or spaced (jq -c
+// output): merge tells partial manifests from reports by it. Anything else
+// (another schema, none, not JSON) is not a manifest. It reads up to the
+// schema member, bounded by doc's size and strictjson's nesting limit.
+func IsManifest(doc []byte) bool {
+	if !strictjson.Valid(doc) {
+		return false
+	}
+	d := strictjson.NewDecoder(doc, 0)
+	if d.Peek() != '{' {
+		return false
+	}
+	var schema string
+	found := errors.New("found")
+	err := d.Members(func(key string) error {
+		if key != "schema" {
+			return d.Skip()
+		}
+		s, err := d.Str()
+		if err != nil {
+			return err
+		}
+		schema = s
+		return found
+	})
+	return (err == nil || err == found) && schema == Schema
 }

@@ -100,9 +100,8 @@ func readMergePart(path string) (mergePart, error) {
 	if err != nil {
 		return mergePart{}, err
 	}
-	// Both kinds write their schema first: a look at the start decides,
-	// without decoding the file twice.
-	if bytes.Contains(b[:min(len(b), 256)], []byte(`"schema": "`+manifest.Schema+`"`)) {
+	// The schema member decides, wherever it is and however it is spaced.
+	if manifest.IsManifest(b) {
 		m, err := manifest.Read(bytes.NewReader(b))
 		if err != nil {
 			return mergePart{}, fmt.Errorf("%s: %v", path, err)
