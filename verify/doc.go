@@ -3,20 +3,18 @@
 // structural diff of a published checkpoint against an exported one (Diff),
 // and the comparison of their values (Diffed.CompareValues), the files
 // beside the weights (CompareFiles: config.json field by field, tokenizer,
-// chat template, generation config), manifests (BuildManifest,
-// CompareManifest) and hub-cache blob hashes (CheckHashes). Checks are
+// chat template, generation config). Manifests and file hashes are package
+// manifest's, which yields these Findings. Checks are
 // functions that return Findings; a Report gathers them with the inputs and
 // decides the verdict. Printing a report (WriteText, WriteJSON) is separate
 // from deciding it. A Baseline moves the findings a team accepted to the
 // report's Suppressed list.
 //
-// Work that reads data can be shared out over machines: Assign assigns
-// weighted items (logical tensors by the bytes they read, files by size) to
-// n partitions deterministically, ParsePartition reads "i/n" or "auto/n"
-// from a job array's environment, ValueOptions.Partition compares one
-// partition's share, NewValuesReport makes its report with a Fingerprint of
-// everything that decides the result, and Merge puts the partition reports
-// back together into the report of a single run.
+// Work that reads data can be shared out over machines (package
+// partition): ValueOptions.Partition compares one partition's share of the
+// logical tensors (ValueWork), NewValuesReport makes its report with a
+// Fingerprint of everything that decides the result, and Merge puts the
+// partition reports back together into the report of a single run.
 //
 // A diff also says what a key-by-key comparison cannot: a side that is a
 // PEFT adapter rather than a model (lora_adapter), quantized tensors that

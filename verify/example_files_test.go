@@ -8,38 +8,8 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
-	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
-
-// A manifest recorded from one checkpoint matches the same tensors sharded
-// another way.
-func ExampleCompareManifest() {
-	dir, _ := os.MkdirTemp("", "example")
-	defer os.RemoveAll(dir)
-	tensors := fixture.Tiny.Tensors(safetensors.BF16)
-	fixture.WriteSharded(filepath.Join(dir, "a"), tensors, 3, fixture.Tiny.Config("bfloat16"))
-	fixture.WriteSharded(filepath.Join(dir, "b"), tensors, 2, fixture.Tiny.Config("bfloat16"))
-
-	ctx := context.Background()
-	manifest := func(path string) (*verify.Manifest, *checkpoint.Checkpoint) {
-		c, _ := checkpoint.Open(ctx, path, checkpoint.Options{})
-		files, _ := verify.ManifestWork(ctx, c) // a partitioned run would take a subset
-		m, _ := verify.BuildManifest(ctx, c, files, verify.ManifestOptions{Tool: "example"})
-		return m, c
-	}
-	recorded, a := manifest(filepath.Join(dir, "a"))
-	defer a.Close()
-	now, b := manifest(filepath.Join(dir, "b"))
-	defer b.Close()
-	fmt.Println(len(recorded.Files), "files,", len(recorded.Tensors), "tensors")
-	for _, f := range verify.CompareManifest(recorded, now, b.Source.Path) {
-		fmt.Println(f.Severity, f.Code)
-	}
-	// Output:
-	// 5 files, 46 tensors
-	// info manifest_shards_differ
-}
 
 // An export that is weights only, checked as the final gate before upload.
 func ExampleCompareFiles() {

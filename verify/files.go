@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/filehash"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
@@ -203,7 +204,7 @@ func fileList(files []checkpoint.FileInfo) string {
 	for i, f := range files {
 		names[i] = f.Name
 	}
-	return nameList(names, 8)
+	return textfmt.Names(names, 8)
 }
 
 // changedFiles lists the files both sides have whose bytes differ, sorted:
@@ -245,24 +246,25 @@ func changedFiles(ctx context.Context, p, e *companions) ([]string, error) {
 		// Hash what each side does not know, then compare.
 		digests := [2]map[string]string{{}, {}}
 		for i, side := range []*companions{p, e} {
-			var jobs []hashJob
+			var jobs []filehash.Job
 			for _, t := range todo {
 				fi := side.files[t.name]
 				if fi.Digest.Algo == t.algo {
 					digests[i][t.name] = fi.Digest.Value
 					continue
 				}
-				jobs = append(jobs, hashJob{name: t.name, size: fi.Size, sha256: t.algo == checkpoint.SHA256, gitSHA1: t.algo == checkpoint.GitSHA1})
+				jobs = append(jobs, filehash.Job{Name: t.name, Size: fi.Size, Want: filehash.Want{SHA256: t.algo == checkpoint.SHA256, GitSHA1: t.algo == checkpoint.GitSHA1}})
 			}
-			results, err := hashFiles(ctx, side.c.Source, jobs, hashOptions{})
+			src := side.c.Source
+			results, err := filehash.Files(ctx, jobs, src.Open, filehash.Options{Path: src.Path, Changed: checkpoint.ErrChanged})
 			if err != nil {
 				return nil, err
 			}
 			for k, j := range jobs {
-				if j.gitSHA1 {
-					digests[i][j.name] = hex.EncodeToString(results[k].gitSHA1[:])
+				if j.GitSHA1 {
+					digests[i][j.Name] = hex.EncodeToString(results[k].GitSHA1[:])
 				} else {
-					digests[i][j.name] = hex.EncodeToString(results[k].sha256[:])
+					digests[i][j.Name] = hex.EncodeToString(results[k].SHA256[:])
 				}
 			}
 		}

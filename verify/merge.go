@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+	"github.com/ckptcheck/ckptcheck/partition"
 )
 
 // PartitionInfo is what a partition report carries for Merge: which part
@@ -71,7 +72,8 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 		return nil, fmt.Errorf("no reports to merge")
 	}
 	first := parts[0]
-	for _, in := range parts {
+	checked := make([]partition.Part, len(parts))
+	for k, in := range parts {
 		r, p := in.Report, in.Report.Partition
 		switch {
 		case p == nil:
@@ -80,44 +82,38 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 			return nil, fmt.Errorf("%s is a %s report but %s is a %s report: the reports are of different runs", in.Name, r.Command, first.Name, first.Report.Command)
 		case r.Command == "diff" && r.Values == nil, r.Command != "diff" && r.Command != "validate":
 			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition and validate --hashes --partition reports", in.Name, r.Command)
-		case p.Count < 1 || p.Count > maxPartitions || p.Index < 0 || p.Index >= p.Count:
-			return nil, fmt.Errorf("%s: partition %d/%d is not a partition", in.Name, p.Index, p.Count)
-		case p.Count != first.Report.Partition.Count:
-			return nil, fmt.Errorf("%s is partition %s but %s is %s: the reports are of different runs",
-				in.Name, p.Partition, first.Name, first.Report.Partition.Partition)
-		case p.Fingerprint != first.Report.Partition.Fingerprint:
-			return nil, fmt.Errorf("%s has fingerprint %s but %s has %s: the reports are of different inputs, settings or ckptcheck versions",
-				in.Name, p.Fingerprint, first.Name, first.Report.Partition.Fingerprint)
-		case p.Items != first.Report.Partition.Items:
-			return nil, fmt.Errorf("%s: %d work items, but %s has %d: the reports disagree", in.Name, p.Items, first.Name, first.Report.Partition.Items)
 		}
 		if r.Command == "diff" {
 			if err := checkCovered(in); err != nil {
 				return nil, err
 			}
 		}
+		checked[k] = partition.Part{Name: in.Name, Partition: p.Partition, Fingerprint: p.Fingerprint, Items: p.Items,
+			At: make([]int, len(p.Tensors)), Structural: p.Structural, Findings: len(r.Findings)}
+		for i, c := range p.Tensors {
+			checked[k].At[i] = c.At
+		}
 	}
-	n := first.Report.Partition.Count
+	set, err := partition.Check(checked, partition.Kind{Part: "report", Item: "work item"})
+	if err != nil {
+		return nil, err
+	}
+	n := set.Count
 	info := &MergeInfo{Count: n, Fingerprint: first.Report.Partition.Fingerprint, Reports: make([]string, n)}
-	var problems []Finding
 	byIndex := make([]*Report, n)
-	for _, in := range parts {
-		i := in.Report.Partition.Index
-		if byIndex[i] != nil {
-			problems = append(problems, Finding{Code: CodePartitionDuplicate, Severity: Error, File: in.Name,
-				Message: fmt.Sprintf("partition %s given again (first in %s); merged the first", in.Report.Partition.Partition, info.Reports[i])})
-			continue
-		}
-		byIndex[i], info.Reports[i] = in.Report, in.Name
-	}
-	var missing []int
-	for i, r := range byIndex {
-		if r == nil {
-			missing = append(missing, i)
+	for i, k := range set.First {
+		if k >= 0 {
+			byIndex[i], info.Reports[i] = parts[k].Report, parts[k].Name
 		}
 	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("%s %s of %d missing: their tensors are not in this report", partitionsWord(len(missing)), textfmt.IndexRanges(missing), n)
+	var problems []Finding
+	for _, k := range set.Again {
+		in := parts[k]
+		problems = append(problems, Finding{Code: CodePartitionDuplicate, Severity: Error, File: in.Name,
+			Message: fmt.Sprintf("partition %s given again (first in %s); merged the first", in.Report.Partition.Partition, info.Reports[in.Report.Partition.Index])})
+	}
+	if missing := set.Missing; len(missing) > 0 {
+		msg := set.MissingText() + " missing: their tensors are not in this report"
 		if missing[0] == 0 {
 			msg += ", nor the structural findings, which partition 0 carries"
 		}
@@ -177,7 +173,7 @@ func mergeFindings(byIndex []*Report, problems []Finding, info *MergeInfo, failO
 		if inputs == nil {
 			inputs = r.Inputs
 		}
-		s := min(r.Partition.Structural, len(r.Findings))
+		s := r.Partition.Structural // checked: within the findings
 		if i == 0 {
 			findings = append(findings, r.Findings[:s]...)
 		}
@@ -189,15 +185,13 @@ func mergeFindings(byIndex []*Report, problems []Finding, info *MergeInfo, failO
 	return rep
 }
 
-// checkCovered checks that a report's covered work and its statistics
-// agree: the tensors covered are the tensors listed, in order.
+// checkCovered checks that a diff report's covered work and its
+// statistics agree: the tensors covered are the tensors listed, in order.
+// partition.Check checks the places and counts.
 func checkCovered(in MergeInput) error {
 	p, v := in.Report.Partition, in.Report.Values
 	k := 0
 	for _, c := range p.Tensors {
-		if c.At < 0 || c.At >= p.Items {
-			return fmt.Errorf("%s: work item %d of %d: the report is damaged", in.Name, c.At, p.Items)
-		}
 		if c.Tie != "" {
 			continue
 		}
@@ -208,9 +202,6 @@ func checkCovered(in MergeInput) error {
 	}
 	if k != len(v.Tensors) {
 		return fmt.Errorf("%s: %d value statistics for %d tensors covered: the report is damaged", in.Name, len(v.Tensors), k)
-	}
-	if p.Structural < 0 || p.Structural > len(in.Report.Findings) || (p.Index != 0 && p.Structural != 0) {
-		return fmt.Errorf("%s: %d structural findings of %d: the report is damaged", in.Name, p.Structural, len(in.Report.Findings))
 	}
 	return nil
 }
@@ -229,7 +220,6 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 		f  Finding
 	}
 	var findings []ranked
-	seen := make(map[int]int)       // work item → partition
 	seenKey := make(map[string]int) // tensor → partition
 	for i, r := range byIndex {
 		if r == nil {
@@ -248,10 +238,6 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 		tieAt := make(map[Side]int)
 		k := 0
 		for _, c := range p.Tensors {
-			if j, dup := seen[c.At]; dup {
-				return nil, nil, fmt.Errorf("%s and %s both cover %s: the reports disagree", info.Reports[j], info.Reports[i], textfmt.Quote(c.Key))
-			}
-			seen[c.At] = i
 			if c.Tie != "" {
 				tieAt[c.Tie] = c.At
 				continue
@@ -312,11 +298,4 @@ func (m *MergeInfo) String() string {
 	}
 	fp := strings.TrimPrefix(m.Fingerprint, "sha256:")
 	return fmt.Sprintf("%d of %d partitions, fingerprint %s", have, m.Count, fp[:min(12, len(fp))])
-}
-
-func partitionsWord(n int) string {
-	if n == 1 {
-		return "partition"
-	}
-	return "partitions"
 }

@@ -331,27 +331,46 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// FuzzMerge feeds merge a damaged partition report beside good ones: it
-// is refused or merged, never a panic, and a merge keeps every partition's
-// statistics at most once.
+// FuzzMerge feeds merge a damaged partition report, of diff --values or
+// validate --hashes, beside good ones of its kind (the seeds are the
+// reports the tests produce): it is refused with one line or merged, never
+// a panic, and a merge keeps every partition's statistics at most once.
 func FuzzMerge(f *testing.F) {
 	pub, exp := fineTunePair(f)
-	var good []*Report
+	var diffs []*Report
 	for i := range 3 {
 		r := partitionRun(f, pub, exp, Partition{Index: i, Count: 3})
-		good = append(good, r)
+		diffs = append(diffs, r)
+		var b bytes.Buffer
+		r.WriteJSON(&b)
+		f.Add(b.Bytes())
+	}
+	hashes := hashesParts(f, 3)
+	for _, r := range hashes {
 		var b bytes.Buffer
 		r.WriteJSON(&b)
 		f.Add(b.Bytes())
 	}
 	f.Add([]byte(`{"schema":"ckptcheck.report/v1","command":"diff","values":{"tensors":[]},"partition":{"index":1,"count":3,"items":99999999999,"structural":-1,"tensors":[{"at":-5}]}}`))
+	f.Add([]byte(`{"schema":"ckptcheck.report/v1","command":"validate","findings":[],"partition":{"index":0,"count":3,"items":7,"structural":-1,"tensors":[]}}`))
+	f.Add([]byte(`{"schema":"ckptcheck.report/v1","command":"validate","findings":[],"partition":{"index":1,"count":4611686018427387904,"items":7,"structural":4611686018427387904,"tensors":[]}}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		r, err := ReadReport(bytes.NewReader(doc))
 		if err != nil {
 			return
 		}
+		good := diffs
+		if r.Command == "validate" {
+			good = hashes
+		}
 		m, err := Merge([]MergeInput{{"good0", good[0]}, {"fuzzed", r}, {"good2", good[2]}}, Error)
 		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("a message of more than one line: %q", err)
+			}
+			return
+		}
+		if m.Values == nil {
 			return
 		}
 		seen := map[string]bool{}

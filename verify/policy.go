@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
 // A Tolerance is numpy.allclose's rule: |e − p| ≤ Atol + Rtol·|p|. The zero
@@ -81,7 +82,7 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 	dec := json.NewDecoder(io.LimitReader(r, 16<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
-		return ValuePolicy{}, fmt.Errorf("policy: %v", jsonMessage(err))
+		return ValuePolicy{}, fmt.Errorf("policy: %v", textfmt.JSONError(err))
 	}
 	// A second object would be silently ignored, and its rules with it.
 	if _, err := dec.Token(); err != io.EOF {

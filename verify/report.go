@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 )
 
 // Schema names the JSON report format; renaming or removing a field makes a
@@ -186,24 +186,10 @@ func ReadReport(rd io.Reader) (*Report, error) {
 	dec := json.NewDecoder(rd)
 	dec.UseNumber() // details are any: keep their numbers exact (uint64 above 2^53)
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("not a ckptcheck JSON report: %v", jsonMessage(err))
+		return nil, fmt.Errorf("not a ckptcheck JSON report: %v", textfmt.JSONError(err))
 	}
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("report schema %q, want %q", r.Schema, Schema)
 	}
 	return &r, nil
-}
-
-// jsonMessage is a decoding error without Go's type names.
-func jsonMessage(err error) string {
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		return fmt.Sprintf("%s (at byte %d)", e.Error(), e.Offset)
-	case *json.UnmarshalTypeError:
-		if e.Field == "" { // the document itself
-			return fmt.Sprintf("a JSON %s, not an object", e.Value)
-		}
-		return fmt.Sprintf("field %s holds a JSON %s of the wrong kind (at byte %d)", e.Field, e.Value, e.Offset)
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -300,7 +300,7 @@ func addedTokensChange(a, b map[string]string) string {
 	}{{"added", added}, {"removed", removed}, {"changed", changed}} {
 		if len(x.l) > 0 {
 			slices.SortFunc(x.l, compareIDs)
-			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(x.l), x.what, textfmt.Quote(nameList(x.l, 3))))
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(x.l), x.what, textfmt.Quote(textfmt.Names(x.l, 3))))
 		}
 	}
 	if len(parts) == 0 {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/wholefile"
+	"github.com/ckptcheck/ckptcheck/manifest"
+	"github.com/ckptcheck/ckptcheck/partition"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -63,33 +65,33 @@ func manifestCommand() *cli.Command {
 }
 
 // buildManifest hashes every file of c, with a progress line on a terminal.
-func buildManifest(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) (*verify.Manifest, error) {
-	return buildManifestPart(ctx, cmd, c, verify.Partition{})
+func buildManifest(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint) (*manifest.Manifest, error) {
+	return buildManifestPart(ctx, cmd, c, partition.Partition{})
 }
 
 // buildManifestPart hashes the files of partition part of c (all of them
 // when part is the zero Partition); a partial manifest says which.
-func buildManifestPart(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part verify.Partition) (*verify.Manifest, error) {
-	all, err := verify.ManifestWork(ctx, c)
+func buildManifestPart(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part partition.Partition) (*manifest.Manifest, error) {
+	all, err := manifest.Work(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	files := all
 	var covered []verify.Covered
 	if part.Count > 0 {
-		files, covered = verify.SelectFiles(all, part)
+		files, covered = manifest.SelectFiles(all, part)
 	}
 	var total int64
 	for _, f := range files {
 		total += f.Size
 	}
-	opt := verify.ManifestOptions{Tool: "ckptcheck " + version()}
+	opt := manifest.Options{Tool: "ckptcheck " + version()}
 	bar := newProgressLabeled(cmd, total, "hashing")
 	if bar != nil {
 		var done atomic.Int64
 		opt.Progress = func(n int64) { bar.update(done.Add(n), total) }
 	}
-	m, err := verify.BuildManifest(ctx, c, files, opt)
+	m, err := manifest.Build(ctx, c, files, opt)
 	bar.finish()
 	if err != nil || part.Count == 0 {
 		return m, err
@@ -98,18 +100,18 @@ func buildManifestPart(ctx context.Context, cmd *cli.Command, c *checkpoint.Chec
 	if err != nil {
 		return nil, err
 	}
-	m.Partition = &verify.ManifestPart{Partition: part, Fingerprint: verify.FilesFingerprint(c, all, settings), Items: len(all), Files: covered}
+	m.Partition = &manifest.Part{Partition: part, Fingerprint: manifest.FilesFingerprint(c, all, settings), Items: len(all), Files: covered}
 	return m, nil
 }
 
 // readManifest reads a manifest file for validate --manifest.
-func readManifest(path string) (*verify.Manifest, error) {
+func readManifest(path string) (*manifest.Manifest, error) {
 	f, err := wholefile.Open(path, manifestLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	m, err := verify.ReadManifest(f)
+	m, err := manifest.Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
@@ -118,15 +120,15 @@ func readManifest(path string) (*verify.Manifest, error) {
 
 // checkHashes runs validate --hashes on one checkpoint, or on the files
 // of partition part of it; it returns the files' places among them all.
-func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part verify.Partition) ([]verify.Finding, []checkpoint.FileInfo, []verify.Covered, error) {
-	all, err := verify.HashWork(ctx, c)
+func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, part partition.Partition) ([]verify.Finding, []checkpoint.FileInfo, []verify.Covered, error) {
+	all, err := manifest.HashWork(ctx, c)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	files := all
 	var covered []verify.Covered
 	if part.Count > 0 {
-		files, covered = verify.SelectFiles(all, part)
+		files, covered = manifest.SelectFiles(all, part)
 	}
 	if len(all) == 0 {
 		return nil, nil, nil, fmt.Errorf("%s: --hashes: no file here is named by its hash; it checks hub-cache snapshots (a repo id org/name, or a models--org--name/snapshots/COMMIT folder)", c.Path)
@@ -135,13 +137,13 @@ func checkHashes(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint
 	for _, f := range files {
 		total += f.Size
 	}
-	var opt verify.HashOptions
+	var opt manifest.HashOptions
 	bar := newProgressLabeled(cmd, total, "hashing")
 	if bar != nil {
 		var done atomic.Int64
 		opt.Progress = func(n int64) { bar.update(done.Add(n), total) }
 	}
-	fs, err := verify.CheckHashes(ctx, c, files, opt)
+	fs, err := manifest.CheckHashes(ctx, c, files, opt)
 	bar.finish()
 	return fs, all, covered, err
 }

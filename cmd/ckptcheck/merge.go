@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/internal/wholefile"
+	"github.com/ckptcheck/ckptcheck/manifest"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -55,14 +56,14 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 	if parts[0].Manifest != nil {
-		var ms []verify.ManifestInput
+		var ms []manifest.Input
 		for _, p := range parts {
 			if p.Manifest == nil {
 				return fmt.Errorf("%s is a report but %s is a manifest: merge one kind at a time", p.Name, parts[0].Name)
 			}
-			ms = append(ms, verify.ManifestInput{Name: p.Name, Manifest: p.Manifest})
+			ms = append(ms, manifest.Input{Name: p.Name, Manifest: p.Manifest})
 		}
-		m, err := verify.MergeManifestParts(ms)
+		m, err := manifest.MergeParts(ms)
 		if err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func runMerge(ctx context.Context, cmd *cli.Command) error {
 type mergePart struct {
 	Name     string
 	Report   *verify.Report
-	Manifest *verify.Manifest
+	Manifest *manifest.Manifest
 }
 
 // readMergePart reads a report, or a manifest when the file's schema says
@@ -99,10 +100,9 @@ func readMergePart(path string) (mergePart, error) {
 	if err != nil {
 		return mergePart{}, err
 	}
-	// Both kinds write their schema first: a look at the start decides,
-	// without decoding the file twice.
-	if bytes.Contains(b[:min(len(b), 256)], []byte(`"schema": "`+verify.ManifestSchema+`"`)) {
-		m, err := verify.ReadManifest(bytes.NewReader(b))
+	// The schema member decides, wherever it is and however it is spaced.
+	if manifest.IsManifest(b) {
+		m, err := manifest.Read(bytes.NewReader(b))
 		if err != nil {
 			return mergePart{}, fmt.Errorf("%s: %v", path, err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/ckptcheck/ckptcheck/verify"
+	"github.com/ckptcheck/ckptcheck/partition"
 )
 
 var partitionFlag = &cli.StringFlag{
@@ -32,26 +32,26 @@ var presentationFlags = []string{"format", "fail-on", "verbose", "quiet", "parti
 // partitionOf reads --partition; the zero Partition when it is not given.
 // It says on stderr where auto took the index from. A partition's report
 // must be JSON, for merge.
-func partitionOf(cmd *cli.Command) (verify.Partition, error) {
+func partitionOf(cmd *cli.Command) (partition.Partition, error) {
 	spec := cmd.String("partition")
 	if spec == "" {
-		return verify.Partition{}, nil
+		return partition.Partition{}, nil
 	}
 	switch {
 	case cmd.Name == "diff" && !cmd.Bool("values"):
-		return verify.Partition{}, usageError("--partition needs --values: it splits the value comparison")
+		return partition.Partition{}, usageError("--partition needs --values: it splits the value comparison")
 	case cmd.Name == "validate" && !cmd.Bool("hashes"):
-		return verify.Partition{}, usageError("--partition needs --hashes: it splits the hashing")
+		return partition.Partition{}, usageError("--partition needs --hashes: it splits the hashing")
 	case cmd.Name == "validate" && cmd.String("manifest") != "":
-		return verify.Partition{}, usageError("--partition and --manifest do not go together: partition the manifest command instead")
+		return partition.Partition{}, usageError("--partition and --manifest do not go together: partition the manifest command instead")
 	case cmd.Name == "validate" && cmd.NArg() != 1:
-		return verify.Partition{}, usageError("--partition splits one checkpoint: give one PATH")
+		return partition.Partition{}, usageError("--partition splits one checkpoint: give one PATH")
 	case cmd.Name == "diff" && cmd.String("explain") != "":
-		return verify.Partition{}, usageError("--partition and --explain do not go together")
+		return partition.Partition{}, usageError("--partition and --explain do not go together")
 	case cmd.Name != "manifest" && cmd.String("format") != "json":
-		return verify.Partition{}, usageError("--partition makes a report for ckptcheck merge, which reads JSON: add --format json")
+		return partition.Partition{}, usageError("--partition makes a report for ckptcheck merge, which reads JSON: add --format json")
 	}
-	p, err := verify.ParsePartition(spec, os.Getenv)
+	p, err := partition.ParsePartition(spec, os.Getenv)
 	if err != nil {
 		return p, usageError("%v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/manifest"
+	"github.com/ckptcheck/ckptcheck/partition"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -38,13 +40,13 @@ func validateCommand() *cli.Command {
 			if part.Count > 0 {
 				return validateHashesPart(ctx, cmd, part)
 			}
-			var manifest *verify.Manifest
+			var recorded *manifest.Manifest
 			if file := cmd.String("manifest"); file != "" {
 				if cmd.NArg() != 1 {
 					return usageError("--manifest describes one checkpoint: give one PATH")
 				}
 				var err error
-				if manifest, err = readManifest(file); err != nil {
+				if recorded, err = readManifest(file); err != nil {
 					return err
 				}
 			}
@@ -67,7 +69,7 @@ func validateCommand() *cli.Command {
 					inputs = append(inputs, verify.DescribeInput(c, ""))
 					fs, err := verify.Validate(ctx, c)
 					if err == nil {
-						err = checkData(ctx, cmd, c, manifest, &fs)
+						err = checkData(ctx, cmd, c, recorded, &fs)
 					}
 					if err == nil {
 						err = c.Unchanged()
@@ -89,20 +91,20 @@ func validateCommand() *cli.Command {
 }
 
 // checkData runs the checks that read every byte: --hashes and --manifest.
-func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, manifest *verify.Manifest, findings *[]verify.Finding) error {
+func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, recorded *manifest.Manifest, findings *[]verify.Finding) error {
 	if cmd.Bool("hashes") {
-		fs, _, _, err := checkHashes(ctx, cmd, c, verify.Partition{})
+		fs, _, _, err := checkHashes(ctx, cmd, c, partition.Partition{})
 		if err != nil {
 			return err
 		}
 		*findings = append(*findings, fs...)
 	}
-	if manifest != nil {
+	if recorded != nil {
 		got, err := buildManifest(ctx, cmd, c)
 		if err != nil {
 			return err
 		}
-		*findings = append(*findings, verify.CompareManifest(manifest, got, c.Source.Path)...)
+		*findings = append(*findings, manifest.Compare(recorded, got, c.Source.Path)...)
 	}
 	return nil
 }
@@ -110,7 +112,7 @@ func checkData(ctx context.Context, cmd *cli.Command, c *checkpoint.Checkpoint, 
 // validateHashesPart is validate --hashes --partition I/N: the validation
 // findings (in partition 0's report only) and the hashes of this
 // partition's share of the files, in a report for merge.
-func validateHashesPart(ctx context.Context, cmd *cli.Command, part verify.Partition) error {
+func validateHashesPart(ctx context.Context, cmd *cli.Command, part partition.Partition) error {
 	c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
 	if err != nil {
 		return err
@@ -137,8 +139,8 @@ func validateHashesPart(ctx context.Context, cmd *cli.Command, part verify.Parti
 	}
 	structural, ignoredS := verify.ApplyIgnores(structural, igs)
 	hashes, ignoredH := verify.ApplyIgnores(hashes, igs)
-	rep := verify.NewHashesReport(failOn(cmd), []verify.Input{verify.DescribeInput(c, "")}, structural, hashes, part,
-		covered, len(all), verify.FilesFingerprint(c, all, settings))
+	rep := manifest.NewHashesReport(manifest.HashesPart{FailOn: failOn(cmd), Inputs: []verify.Input{verify.DescribeInput(c, "")},
+		Structural: structural, Hashes: hashes, Partition: part, Covered: covered, Items: len(all), Fingerprint: manifest.FilesFingerprint(c, all, settings)})
 	rep.Summary.Ignored = ignoredH
 	if part.Index == 0 {
 		rep.Summary.Ignored += ignoredS

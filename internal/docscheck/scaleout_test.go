@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ckptcheck/ckptcheck/verify"
+	"github.com/ckptcheck/ckptcheck/partition"
 )
 
 // blocks returns the fenced code blocks of a Markdown file with the given
@@ -70,7 +70,7 @@ func diffArgs(t *testing.T, script string, env map[string]string, matrix string)
 // checkPartitionRun checks that a part's command has what merge needs and
 // that --partition resolves, with the engine's environment, to part want
 // of n.
-func checkPartitionRun(t *testing.T, engine string, args []string, env map[string]string, want verify.Partition) {
+func checkPartitionRun(t *testing.T, engine string, args []string, env map[string]string, want partition.Partition) {
 	t.Helper()
 	joined := " " + strings.Join(args, " ") + " "
 	for _, need := range []string{" --values ", " --format json ", " --fail-on never "} {
@@ -84,7 +84,7 @@ func checkPartitionRun(t *testing.T, engine string, args []string, env map[strin
 			spec = args[i+1]
 		}
 	}
-	p, err := verify.ParsePartition(spec, func(k string) string { return env[k] })
+	p, err := partition.ParsePartition(spec, func(k string) string { return env[k] })
 	if err != nil {
 		t.Errorf("%s: %v", engine, err)
 		return
@@ -130,7 +130,7 @@ func TestKubernetesJobs(t *testing.T) {
 	script := strings.Join(c.Command, " ")
 	for _, i := range []int{0, n - 1} {
 		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)}
-		checkPartitionRun(t, "kubernetes", diffArgs(t, script, env, ""), env, verify.Partition{Index: i, Count: n})
+		checkPartitionRun(t, "kubernetes", diffArgs(t, script, env, ""), env, partition.Partition{Index: i, Count: n})
 	}
 	if !strings.Contains(script, "/reports/part-$JOB_COMPLETION_INDEX.json") {
 		t.Errorf("each index should write its own report: %s", script)
@@ -169,15 +169,15 @@ func TestSlurmArray(t *testing.T) {
 	for _, id := range []int{0, 5, last} {
 		env := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": "0",
 			"SLURM_ARRAY_TASK_STEP": "1", "SLURM_ARRAY_TASK_COUNT": strconv.Itoa(n)}
-		checkPartitionRun(t, "slurm", diffArgs(t, script, env, ""), env, verify.Partition{Index: id, Count: n})
+		checkPartitionRun(t, "slurm", diffArgs(t, script, env, ""), env, partition.Partition{Index: id, Count: n})
 	}
 	// The re-run of one part, as the guide says: sbatch --array=3 --export=ALL,PART=3.
 	env := map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "3", "SLURM_ARRAY_TASK_STEP": "1",
 		"SLURM_ARRAY_TASK_COUNT": "1", "PART": "3"}
-	checkPartitionRun(t, "slurm re-run", diffArgs(t, script, env, ""), env, verify.Partition{Index: 3, Count: n})
+	checkPartitionRun(t, "slurm re-run", diffArgs(t, script, env, ""), env, partition.Partition{Index: 3, Count: n})
 	delete(env, "PART")
 	args := diffArgs(t, script, env, "")
-	if _, err := verify.ParsePartition(args[slicesIndex(args, "--partition")+1], func(k string) string { return env[k] }); err == nil {
+	if _, err := partition.ParsePartition(args[slicesIndex(args, "--partition")+1], func(k string) string { return env[k] }); err == nil {
 		t.Error("a task re-run alone without PART resolved to a partition; it must be refused")
 	}
 }
@@ -199,7 +199,7 @@ func TestGitHubMatrix(t *testing.T) {
 	script := values["steps"].([]any)[0].(map[string]any)["run"].(string)
 	for i := range parts {
 		part := fmt.Sprint(parts[i])
-		checkPartitionRun(t, "github", diffArgs(t, script, nil, part), nil, verify.Partition{Index: i, Count: len(parts)})
+		checkPartitionRun(t, "github", diffArgs(t, script, nil, part), nil, partition.Partition{Index: i, Count: len(parts)})
 	}
 	merge := jobs["merge"].(map[string]any)
 	if merge["needs"] != "values" {
@@ -214,7 +214,7 @@ func TestGitLabParallel(t *testing.T) {
 	script := values["script"].([]any)[0].(string)
 	for _, node := range []int{1, n} {
 		env := map[string]string{"CI_NODE_INDEX": strconv.Itoa(node), "CI_NODE_TOTAL": strconv.Itoa(n)}
-		checkPartitionRun(t, "gitlab", diffArgs(t, script, env, ""), env, verify.Partition{Index: node - 1, Count: n})
+		checkPartitionRun(t, "gitlab", diffArgs(t, script, env, ""), env, partition.Partition{Index: node - 1, Count: n})
 	}
 	needs := ci["ckptcheck-merge"].(map[string]any)["needs"].([]any)
 	if len(needs) != 1 || needs[0] != "ckptcheck-values" {

@@ -4,6 +4,8 @@
 package textfmt
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,4 +93,32 @@ func IndexRanges(nums []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// Names writes up to n names, quoted, and how many more there are:
+// "a, b and 3 more".
+func Names(names []string, n int) string {
+	quoted := make([]string, 0, min(n, len(names)))
+	for _, s := range names[:min(n, len(names))] {
+		quoted = append(quoted, Quote(s))
+	}
+	s := strings.Join(quoted, ", ")
+	if len(names) > n {
+		s += fmt.Sprintf(" and %d more", len(names)-n)
+	}
+	return s
+}
+
+// JSONError is an encoding/json decoding error without Go's type names.
+func JSONError(err error) string {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("%s (at byte %d)", e.Error(), e.Offset)
+	case *json.UnmarshalTypeError:
+		if e.Field == "" { // the document itself
+			return fmt.Sprintf("a JSON %s, not an object", e.Value)
+		}
+		return fmt.Sprintf("field %s holds a JSON %s of the wrong kind (at byte %d)", e.Field, e.Value, e.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }

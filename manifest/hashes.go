@@ -1,4 +1,4 @@
-package verify
+package manifest
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/filehash"
+	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 // HashOptions tune CheckHashes.
@@ -40,32 +42,32 @@ func HashWork(ctx context.Context, c *checkpoint.Checkpoint) ([]checkpoint.FileI
 // once, one file per worker, and compares its bytes' digest with the one
 // its source knows: hash_mismatch for each that differs (a download that
 // reported success with corrupt bytes).
-func CheckHashes(ctx context.Context, c *checkpoint.Checkpoint, files []checkpoint.FileInfo, opt HashOptions) ([]Finding, error) {
-	jobs := make([]hashJob, 0, len(files))
+func CheckHashes(ctx context.Context, c *checkpoint.Checkpoint, files []checkpoint.FileInfo, opt HashOptions) ([]verify.Finding, error) {
+	jobs := make([]filehash.Job, 0, len(files))
 	wants := make([]checkpoint.Digest, 0, len(files))
 	for _, fi := range files {
 		if !fi.Digest.Verifiable() {
 			continue
 		}
-		jobs = append(jobs, hashJob{name: fi.Name, size: fi.Size, sha256: fi.Digest.Algo == checkpoint.SHA256, gitSHA1: fi.Digest.Algo == checkpoint.GitSHA1})
+		jobs = append(jobs, filehash.Job{Name: fi.Name, Size: fi.Size, Want: filehash.Want{SHA256: fi.Digest.Algo == checkpoint.SHA256, GitSHA1: fi.Digest.Algo == checkpoint.GitSHA1}})
 		wants = append(wants, fi.Digest)
 	}
-	results, err := hashFiles(ctx, c.Source, jobs, hashOptions{workers: opt.Workers, progress: opt.Progress})
+	results, err := hashFiles(ctx, c.Source, jobs, opt.Workers, opt.Progress)
 	if err != nil {
 		return nil, err
 	}
-	var out []Finding
+	var out []verify.Finding
 	for i, j := range jobs {
 		want := wants[i]
-		got := hex.EncodeToString(results[i].sha256[:])
+		got := hex.EncodeToString(results[i].SHA256[:])
 		what := "SHA-256"
-		if j.gitSHA1 {
-			got, what = hex.EncodeToString(results[i].gitSHA1[:]), "git blob SHA-1"
+		if j.GitSHA1 {
+			got, what = hex.EncodeToString(results[i].GitSHA1[:]), "git blob SHA-1"
 		}
 		if got == want.Value {
 			continue
 		}
-		out = append(out, Finding{Code: CodeHashMismatch, Severity: Error, File: c.Source.Path(j.name),
+		out = append(out, verify.Finding{Code: verify.CodeHashMismatch, Severity: verify.Error, File: c.Source.Path(j.Name),
 			Message: fmt.Sprintf("the bytes' %s is %s… but the file is stored as blob %s…: a corrupt download (delete the blob and download it again)",
 				what, got[:12], want.Value[:12]),
 			Expected: want.String(), Got: string(want.Algo) + ":" + got})

@@ -1,4 +1,4 @@
-package verify
+package manifest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 func TestCheckHashes(t *testing.T) {
@@ -19,7 +20,7 @@ func TestCheckHashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	check := func() []Finding {
+	check := func() []verify.Finding {
 		t.Helper()
 		c := openCheckpoint(t, snap)
 		files, err := HashWork(ctx, c)
@@ -55,7 +56,7 @@ func TestCheckHashes(t *testing.T) {
 		t.Fatalf("findings %v", fs)
 	}
 	for _, f := range fs {
-		if f.Code != CodeHashMismatch || f.Severity != Error || !strings.Contains(f.Message, "corrupt download") {
+		if f.Code != verify.CodeHashMismatch || f.Severity != verify.Error || !strings.Contains(f.Message, "corrupt download") {
 			t.Errorf("%v", f)
 		}
 	}

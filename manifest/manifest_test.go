@@ -1,8 +1,9 @@
-package verify
+package manifest
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,16 +17,17 @@ import (
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 func manifestOf(t testing.TB, path string) *Manifest {
 	t.Helper()
 	c := openCheckpoint(t, path)
-	files, err := ManifestWork(context.Background(), c)
+	files, err := Work(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := BuildManifest(context.Background(), c, files, ManifestOptions{Tool: "test"})
+	m, err := Build(context.Background(), c, files, Options{Tool: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,26 +39,8 @@ func manifestOf(t testing.TB, path string) *Manifest {
 func writeModel(t *testing.T, tensors []fixture.Tensor, n int, files map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "m")
-	if n == 1 {
-		if err := fixture.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"}); err != nil {
-			t.Fatal(err)
-		}
-	} else if err := fixture.WriteSharded(dir, tensors, n, nil); err != nil {
+	if err := fixture.WriteModel(dir, tensors, n, files); err != nil {
 		t.Fatal(err)
-	}
-	if files == nil {
-		files = map[string]string{}
-	}
-	if _, ok := files["config.json"]; !ok {
-		files["config.json"] = `{"model_type": "qwen3", "torch_dtype": "bfloat16"}`
-	}
-	for name, content := range files {
-		if content == "" {
-			continue // left out
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return dir
 }
@@ -69,7 +53,7 @@ func TestBuildManifest(t *testing.T) {
 	for _, f := range m.Files {
 		kinds = append(kinds, f.Name+":"+f.Kind)
 		b, _ := os.ReadFile(filepath.Join(dir, f.Name))
-		if f.Size != int64(len(b)) || f.SHA256 != fmt.Sprintf("%x", sha256Sum(b)) {
+		if f.Size != int64(len(b)) || f.SHA256 != fmt.Sprintf("%x", sha256.Sum256(b)) {
 			t.Errorf("%s: size %d sha256 %s", f.Name, f.Size, f.SHA256)
 		}
 	}
@@ -96,14 +80,14 @@ func TestBuildManifest(t *testing.T) {
 	if err := m.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadManifest(&buf)
+	back, err := Read(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, m) {
 		t.Errorf("round trip:\n%+v\n%+v", back, m)
 	}
-	if m.Schema != ManifestSchema || m.Tool != "test" {
+	if m.Schema != Schema || m.Tool != "test" {
 		t.Errorf("schema %q tool %q", m.Schema, m.Tool)
 	}
 }
@@ -114,7 +98,7 @@ func TestManifestPartitions(t *testing.T) {
 	dir := writeModel(t, fixture.Tiny.Tensors(safetensors.BF16), 3, nil)
 	c := openCheckpoint(t, dir)
 	ctx := context.Background()
-	files, err := ManifestWork(ctx, c)
+	files, err := Work(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,20 +110,20 @@ func TestManifestPartitions(t *testing.T) {
 				mine = append(mine, f)
 			}
 		}
-		m, err := BuildManifest(ctx, c, mine, ManifestOptions{Tool: "test"})
+		m, err := Build(ctx, c, mine, Options{Tool: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, m)
 	}
-	merged, err := MergeManifests(parts...)
+	merged, err := Merge(parts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if whole := manifestOf(t, dir); !reflect.DeepEqual(merged, whole) {
 		t.Errorf("merged parts differ from the whole:\n%+v\n%+v", merged, whole)
 	}
-	if _, err := MergeManifests(parts[0], parts[0]); err == nil {
+	if _, err := Merge(parts[0], parts[0]); err == nil {
 		t.Error("a file in two parts must be an error")
 	}
 }
@@ -187,13 +171,13 @@ func TestCompareManifest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.dir(t)
 			var got []string
-			for _, f := range CompareManifest(recorded, manifestOf(t, dir), checkpoint.Dir(dir).Path) {
+			for _, f := range Compare(recorded, manifestOf(t, dir), checkpoint.Dir(dir).Path) {
 				where := f.Key
 				if where == "" {
 					where = filepath.Base(f.File)
 				}
 				got = append(got, fmt.Sprintf("%s %s %s", f.Severity, f.Code, where))
-				if f.Code == CodeManifestMismatch && f.Key == norm && !strings.Contains(f.Message, "BF16 → F32") && !strings.Contains(f.Message, "bytes differ") {
+				if f.Code == verify.CodeManifestMismatch && f.Key == norm && !strings.Contains(f.Message, "BF16 → F32") && !strings.Contains(f.Message, "bytes differ") {
 					t.Errorf("message %q", f.Message)
 				}
 			}
@@ -229,12 +213,12 @@ func TestReadManifestErrors(t *testing.T) {
 		{`{"schema": "ckptcheck.manifest/v1", "files": {}}`, "not a ckptcheck manifest"},
 	}
 	for _, tt := range tests {
-		_, err := ReadManifest(strings.NewReader(tt.in))
+		_, err := Read(strings.NewReader(tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%.60s: %v, want %q", tt.in, err, tt.want)
 		}
 	}
-	if _, err := ReadManifest(strings.NewReader(doc(file("a", strings.ToUpper(sha)), tensor("w", "BF16", "0123456789ABCDEF")))); err != nil {
+	if _, err := Read(strings.NewReader(doc(file("a", strings.ToUpper(sha)), tensor("w", "BF16", "0123456789ABCDEF")))); err != nil {
 		t.Errorf("upper-case hex is fine: %v", err)
 	}
 }
@@ -244,7 +228,7 @@ func FuzzReadManifest(f *testing.F) {
 	f.Add([]byte(`{"schema": "ckptcheck.manifest/v1"}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := ReadManifest(bytes.NewReader(b))
+		m, err := Read(bytes.NewReader(b))
 		if err != nil {
 			if m != nil {
 				t.Fatal("a manifest with an error")
@@ -256,13 +240,23 @@ func FuzzReadManifest(f *testing.F) {
 		if err := m.WriteJSON(&buf); err != nil {
 			t.Fatal(err)
 		}
-		again, err := ReadManifest(&buf)
+		again, err := Read(&buf)
 		if err != nil {
 			t.Fatalf("re-reading: %v", err)
 		}
 		if len(again.Files) != len(m.Files) || len(again.Tensors) != len(m.Tensors) {
 			t.Fatal("round trip lost entries")
 		}
-		CompareManifest(m, again, checkpoint.Dir(".").Path)
+		Compare(m, again, checkpoint.Dir(".").Path)
 	})
+}
+
+func openCheckpoint(t testing.TB, path string) *checkpoint.Checkpoint {
+	t.Helper()
+	c, err := checkpoint.Open(context.Background(), path, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
