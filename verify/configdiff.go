@@ -50,14 +50,32 @@ func decodeFields(raw map[string]json.RawMessage, only map[string]bool) map[stri
 		if only != nil && !only[k] {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var x any
-		if dec.Decode(&x) == nil {
+		if x, ok := decodeValue(v); ok {
 			out[k] = x
 		}
 	}
 	return out
+}
+
+// decodeValue decodes one JSON value, numbers kept as written; a number
+// or string without a decoder of its own (a config of a million fields is
+// decoded one field at a time). A number out of float64's range takes the
+// decoder, which keeps it as written.
+func decodeValue(v json.RawMessage) (any, bool) {
+	t := bytes.TrimSpace(v)
+	if len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9' || t[0] == '"') {
+		var x any
+		if json.Unmarshal(t, &x) == nil {
+			if _, isNumber := x.(float64); isNumber {
+				return json.Number(t), true
+			}
+			return x, true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	return x, dec.Decode(&x) == nil
 }
 
 // normaliseConfig rewrites a decoded config (v4 or v5) in v5's form, in
