@@ -42,19 +42,40 @@ var ignoredConfigFields = map[string]bool{"transformers_version": true, "_name_o
 // tokenIDFields are the special token ids; a change is tokenizer_changed.
 var tokenIDFields = map[string]bool{"eos_token_id": true, "bos_token_id": true, "pad_token_id": true}
 
-// decodeFields decodes config.json's top-level fields, numbers kept as
-// written.
-func decodeFields(raw map[string]json.RawMessage) map[string]any {
-	out := make(map[string]any, len(raw))
+// decodeFields decodes config.json's top-level fields (only those in
+// only, when it is not nil), numbers kept as written.
+func decodeFields(raw map[string]json.RawMessage, only map[string]bool) map[string]any {
+	out := make(map[string]any, min(len(raw), len(only)+1))
 	for k, v := range raw {
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var x any
-		if dec.Decode(&x) == nil {
+		if only != nil && !only[k] {
+			continue
+		}
+		if x, ok := decodeValue(v); ok {
 			out[k] = x
 		}
 	}
 	return out
+}
+
+// decodeValue decodes one JSON value, numbers kept as written; a number
+// or string without a decoder of its own (a config of a million fields is
+// decoded one field at a time). A number out of float64's range takes the
+// decoder, which keeps it as written.
+func decodeValue(v json.RawMessage) (any, bool) {
+	t := bytes.TrimSpace(v)
+	if len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9' || t[0] == '"') {
+		var x any
+		if json.Unmarshal(t, &x) == nil {
+			if _, isNumber := x.(float64); isNumber {
+				return json.Number(t), true
+			}
+			return x, true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	return x, dec.Decode(&x) == nil
 }
 
 // normaliseConfig rewrites a decoded config (v4 or v5) in v5's form, in
@@ -182,6 +203,14 @@ type fieldChange struct {
 // whole, numbers by value. null is the same as absent.
 func diffJSON(prefix string, a, b map[string]any) []fieldChange {
 	var out []fieldChange
+	for _, k := range unionKeys(a, b) {
+		out = diffKey(out, prefix, k, a, b)
+	}
+	return out
+}
+
+// unionKeys are the keys of a and b, sorted.
+func unionKeys(a, b map[string]any) []string {
 	keys := slices.Sorted(maps.Keys(a))
 	for k := range b {
 		if _, ok := a[k]; !ok {
@@ -189,23 +218,63 @@ func diffJSON(prefix string, a, b map[string]any) []fieldChange {
 		}
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
-		av, aok := a[k]
-		bv, bok := b[k]
-		aok, bok = aok && av != nil, bok && bv != nil
-		path := prefix + k
-		am, aIsObj := av.(map[string]any)
-		bm, bIsObj := bv.(map[string]any)
-		switch {
-		case !aok && !bok:
-		case aIsObj && bIsObj:
-			out = append(out, diffJSON(path+".", am, bm)...)
-		case aok && bok && tokenIDFields[k] && sameIDs(av, bv):
-		case !aok || !bok || !jsonEqual(av, bv):
-			out = append(out, fieldChange{path: path, pub: av, exp: bv, pubOK: aok, expOK: bok})
-		}
+	return keys
+}
+
+// diffKey appends the changes of one field of two decoded objects.
+func diffKey(out []fieldChange, prefix, k string, a, b map[string]any) []fieldChange {
+	av, aok := a[k]
+	bv, bok := b[k]
+	aok, bok = aok && av != nil, bok && bv != nil
+	path := prefix + k
+	am, aIsObj := av.(map[string]any)
+	bm, bIsObj := bv.(map[string]any)
+	switch {
+	case !aok && !bok:
+	case aIsObj && bIsObj:
+		out = append(out, diffJSON(path+".", am, bm)...)
+	case aok && bok && tokenIDFields[k] && sameIDs(av, bv):
+	case !aok || !bok || !jsonEqual(av, bv):
+		out = append(out, fieldChange{path: path, pub: av, exp: bv, pubOK: aok, expOK: bok})
 	}
 	return out
+}
+
+// maxFieldFindings bounds the findings one file's field-by-field
+// comparison makes: the rest are counted in one finding, so that a config
+// with a million changed keys makes a hundred findings, not a million.
+const maxFieldFindings = 100
+
+// fieldFindings collects a file's field findings up to maxFieldFindings.
+type fieldFindings struct {
+	out  []Finding
+	more int
+	// moreCode and moreSev are the first code and the highest severity
+	// among the findings counted but not listed.
+	moreCode Code
+	moreSev  Severity
+}
+
+func (ff *fieldFindings) add(f Finding) {
+	if len(ff.out) < maxFieldFindings {
+		ff.out = append(ff.out, f)
+		return
+	}
+	if ff.more == 0 {
+		ff.moreCode, ff.moreSev = f.Code, f.Severity
+	}
+	ff.more++
+	ff.moreSev = max(ff.moreSev, f.Severity)
+}
+
+// findings are the listed findings and, when some were not listed, one
+// that says how many more fields of file differ.
+func (ff *fieldFindings) findings(file string) []Finding {
+	if ff.more == 0 {
+		return ff.out
+	}
+	return append(ff.out, Finding{Code: ff.moreCode, Severity: ff.moreSev, File: file,
+		Message: "and " + textfmt.Plural(ff.more, "more field") + " changed (not listed)"})
 }
 
 // jsonEqual compares decoded JSON values, numbers by value: 10000 equals
@@ -332,34 +401,82 @@ func architectureField(path string) bool {
 // model class's default stands in for them, and it may differ.
 var alwaysSignificant = map[string]bool{"architectures": true, "model_type": true, "tie_word_embeddings": true, "quantization_config": true}
 
+// ropeFields are the fields normalisation moves into one another (dtype,
+// rope parameters) or reads to do so: decoded and normalised together.
+// Every other field is decoded and compared on its own, so that a config
+// of a million fields is never decoded whole.
+var ropeFields = map[string]bool{"torch_dtype": true, "dtype": true, "rope_scaling": true, "rope_parameters": true,
+	"rope_theta": true, "partial_rotary_factor": true, "original_max_position_embeddings": true,
+	"max_position_embeddings": true, "layer_types": true, "rope_local_base_freq": true}
+
 // compareConfigs compares the published config.json with the exported one,
 // field by field after normalising both: config_changed for each field
 // that differs (a warning for architecture and numerics fields present on
 // both sides, or for alwaysSignificant ones; info for the rest), and
-// tokenizer_changed for the special token ids.
+// tokenizer_changed for the special token ids. Fields written alike on both
+// sides are not decoded; past maxFieldFindings, changes are counted.
 func compareConfigs(pub, exp *checkpoint.Config) []Finding {
 	if pub == nil || exp == nil || pub.Err != nil || exp.Err != nil {
 		return nil
 	}
-	a := normaliseConfig(decodeFields(pub.Fields))
-	b := normaliseConfig(decodeFields(exp.Fields))
+	a := normaliseConfig(decodeFields(pub.Fields, ropeFields))
+	b := normaliseConfig(decodeFields(exp.Fields, ropeFields))
 	alignRope(a, b)
 	alignRope(b, a)
-	var out []Finding
-	for _, ch := range diffJSON("", a, b) {
-		leaf := ch.path[strings.LastIndexByte(ch.path, '.')+1:]
-		f := Finding{Code: CodeConfigChanged, Severity: Info, Key: ch.path, File: exp.Path, Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp}
-		top, _, _ := strings.Cut(ch.path, ".")
-		switch {
-		case tokenIDFields[leaf]:
-			f.Code, f.Severity = CodeTokenizerChanged, Warning
-			f.Message = "special token id " + f.Message
-		case alwaysSignificant[top] || alwaysSignificant[leaf]:
-			f.Severity = Warning
-		case architectureField(ch.path) && ch.pubOK && ch.expOK:
-			f.Severity = Warning
+	keys := unionKeys(a, b)
+	for _, fields := range []map[string]json.RawMessage{pub.Fields, exp.Fields} {
+		for k := range fields {
+			if !ropeFields[k] {
+				keys = append(keys, k)
+			}
 		}
-		out = append(out, f)
 	}
-	return out
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var ff fieldFindings
+	var changes []fieldChange
+	for _, k := range keys {
+		changes = changes[:0]
+		if ropeFields[k] {
+			changes = diffKey(changes, "", k, a, b)
+		} else {
+			ra, aok := pub.Fields[k]
+			rb, bok := exp.Fields[k]
+			if aok && bok && bytes.Equal(ra, rb) || ignoredConfigFields[k] {
+				continue
+			}
+			changes = diffKey(changes, "", k, normaliseField(k, ra, aok), normaliseField(k, rb, bok))
+		}
+		for _, ch := range changes {
+			ff.add(configChange(exp.Path, ch))
+		}
+	}
+	return ff.findings(exp.Path)
+}
+
+// normaliseField decodes one field that normalisation does not move, as a
+// one-field object normalised as normaliseConfig would (sub-configs
+// normalised too).
+func normaliseField(k string, raw json.RawMessage, ok bool) map[string]any {
+	if !ok {
+		return nil
+	}
+	return normaliseConfig(decodeFields(map[string]json.RawMessage{k: raw}, nil))
+}
+
+// configChange is the finding for one field of config.json that changed.
+func configChange(file string, ch fieldChange) Finding {
+	leaf := ch.path[strings.LastIndexByte(ch.path, '.')+1:]
+	f := Finding{Code: CodeConfigChanged, Severity: Info, Key: ch.path, File: file, Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp}
+	top, _, _ := strings.Cut(ch.path, ".")
+	switch {
+	case tokenIDFields[leaf]:
+		f.Code, f.Severity = CodeTokenizerChanged, Warning
+		f.Message = "special token id " + f.Message
+	case alwaysSignificant[top] || alwaysSignificant[leaf]:
+		f.Severity = Warning
+	case architectureField(ch.path) && ch.pubOK && ch.expOK:
+		f.Severity = Warning
+	}
+	return f
 }

@@ -133,28 +133,26 @@ func CompareFiles(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt File
 	return out, nil
 }
 
-// companions are one side's files beside the weights and what was read
-// of them.
+// companions are one side's files beside the weights and the JSON objects
+// decoded of them.
 type companions struct {
-	c     *checkpoint.Checkpoint
-	files map[string]checkpoint.FileInfo
-	read  map[string][]byte
+	c       *checkpoint.Checkpoint
+	files   map[string]checkpoint.FileInfo
+	objects map[string]map[string]any
 }
 
 func newCompanions(c *checkpoint.Checkpoint, files []checkpoint.FileInfo) *companions {
-	s := &companions{c: c, files: make(map[string]checkpoint.FileInfo, len(files)), read: make(map[string][]byte)}
+	s := &companions{c: c, files: make(map[string]checkpoint.FileInfo, len(files))}
 	for _, fi := range files {
 		s.files[fi.Name] = fi
 	}
 	return s
 }
 
-// bytes reads a file whole (once), or nil when the side does not have it.
-// A file over maxCompanionRead is errTooLargeToShow.
+// bytes reads a file whole, or nil when the side does not have it. A file
+// over maxCompanionRead is errTooLargeToShow. Nothing is kept: JSON files
+// are read with object or as a stream.
 func (s *companions) bytes(ctx context.Context, name string) ([]byte, error) {
-	if b, ok := s.read[name]; ok {
-		return b, nil
-	}
 	if _, ok := s.files[name]; !ok {
 		return nil, nil
 	}
@@ -168,7 +166,6 @@ func (s *companions) bytes(ctx context.Context, name string) ([]byte, error) {
 	if b == nil {
 		b = []byte{}
 	}
-	s.read[name] = b
 	return b, nil
 }
 
@@ -289,33 +286,30 @@ func compareOther(ctx context.Context, p, e *companions, name string) ([]Finding
 	}
 	if strings.HasSuffix(name, ".json") && kind == checkpoint.KindTokenizer {
 		// vocab.json, added_tokens.json: tables of thousands of entries,
-		// summarised by their sizes.
-		a, errA := p.bytes(ctx, name)
-		b, errB := e.bytes(ctx, name)
-		if err := errors.Join(errA, errB); err != nil && !errors.Is(err, errTooLargeToShow) {
+		// summarised by their sizes, counted as a stream.
+		na, okA, errA := entryCount(ctx, p, name)
+		nb, okB, errB := entryCount(ctx, e, name)
+		if err := errors.Join(errA, errB); err != nil {
 			return nil, err
 		}
-		if a != nil && b != nil {
-			na, nb := jsonLen(a), jsonLen(b)
+		if okA && okB {
 			return []Finding{{Code: code, Severity: sev, File: e.path(name),
 				Message:   fmt.Sprintf("the entries differ from the published %s (%s → %s)", name, textfmt.Plural(na, "entry"), textfmt.Plural(nb, "entry")),
 				Published: na, Exported: nb}}, nil
 		}
 	} else if strings.HasSuffix(name, ".json") {
-		a, errA := p.bytes(ctx, name)
-		b, errB := e.bytes(ctx, name)
-		if err := errors.Join(errA, errB); err != nil && !errors.Is(err, errTooLargeToShow) {
+		am, aok, errA := p.objectCopy(ctx, name)
+		bm, bok, errB := e.objectCopy(ctx, name)
+		if err := errors.Join(errA, errB); err != nil {
 			return nil, err
 		}
-		am, aok := jsonObject(a)
-		bm, bok := jsonObject(b)
 		if aok && bok {
-			var out []Finding
+			var ff fieldFindings
 			for _, ch := range diffJSON("", normaliseConfig(am), normaliseConfig(bm)) {
-				out = append(out, Finding{Code: code, Severity: sev, File: e.path(name), Key: ch.path,
+				ff.add(Finding{Code: code, Severity: sev, File: e.path(name), Key: ch.path,
 					Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp})
 			}
-			return out, nil // no field differs: formatting only
+			return ff.findings(e.path(name)), nil // none when no field differs: formatting only
 		}
 	}
 	a, b := p.files[name], e.files[name]

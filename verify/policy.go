@@ -32,6 +32,33 @@ type Rule struct {
 type ValuePolicy struct {
 	Default Tolerance
 	Rules   []Rule
+	// globs are Rules' patterns compiled once (ReadPolicy, Compile), so
+	// that For allocates nothing per tensor.
+	globs []*adapter.Glob
+}
+
+// Compile returns the policy with its rules' patterns compiled, so that
+// For does not compile them for every tensor it is asked about. ReadPolicy
+// returns a compiled policy; a policy written as a literal may be
+// compiled with this.
+func (p ValuePolicy) Compile() ValuePolicy {
+	if len(p.Rules) == 0 {
+		return p
+	}
+	p.globs = make([]*adapter.Glob, len(p.Rules))
+	for i, r := range p.Rules {
+		p.globs[i] = adapter.CompileGlob(r.Match)
+	}
+	return p
+}
+
+// glob is rule i's compiled pattern: the one Compile made when the rule
+// has not changed since, else compiled now.
+func (p ValuePolicy) glob(i int) *adapter.Glob {
+	if i < len(p.globs) && p.globs[i].String() == p.Rules[i].Match {
+		return p.globs[i]
+	}
+	return adapter.CompileGlob(p.Rules[i].Match)
 }
 
 // Tolerant reports whether a fine-tune is expected: some tolerance is set.
@@ -49,8 +76,8 @@ func (p ValuePolicy) Tolerant() bool {
 
 // For returns the tolerance for a tensor, or the reason it is skipped.
 func (p ValuePolicy) For(name string) (Tolerance, string) {
-	for _, r := range p.Rules {
-		if !adapter.CompileGlob(r.Match).Match(name) {
+	for i, r := range p.Rules {
+		if !p.glob(i).Match(name) {
 			continue
 		}
 		if r.Skip != "" {
@@ -109,7 +136,7 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 		}
 	}
 	p.Rules = file.Rules
-	return p, nil
+	return p.Compile(), nil
 }
 
 func checkTolerance(t Tolerance) error {

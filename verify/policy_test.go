@@ -137,7 +137,7 @@ func FuzzReadPolicy(f *testing.F) {
 			}
 		}
 		// Round trip.
-		out, err := json.Marshal(policyFile(p))
+		out, err := json.Marshal(policyFile{p.Default, p.Rules})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,4 +156,32 @@ func ruleMatches(p ValuePolicy) []string {
 		out = append(out, r.Match, strings.NewReplacer("*", "", "?", "x").Replace(r.Match))
 	}
 	return out
+}
+
+// TestPolicyCompilesOnce: a policy's patterns are compiled when it is
+// read, not for every tensor: a glob of a hundred thousand stars matched
+// against many names allocates nothing.
+func TestPolicyCompilesOnce(t *testing.T) {
+	huge := strings.Repeat("*", 100_000) + ".bias"
+	p, err := ReadPolicy(strings.NewReader(`{"rules":[{"match":"` + huge + `","skip":"x"},{"match":"*.weight","rtol":1e-2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"model.layers.0.mlp.up_proj.weight", "model.norm.bias", "lm_head.weight"}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, n := range names {
+			p.For(n)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per run of For, want 0", allocs)
+	}
+	if _, skip := p.For("model.norm.bias"); skip != "x" {
+		t.Errorf("skip %q", skip)
+	}
+	// A literal policy compiled by hand behaves the same.
+	lit := ValuePolicy{Rules: []Rule{{Match: huge, Skip: "x"}}}.Compile()
+	if a := testing.AllocsPerRun(10, func() { lit.For("a.bias") }); a != 0 {
+		t.Errorf("literal: %v allocations", a)
+	}
 }

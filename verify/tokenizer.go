@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,20 +21,6 @@ import (
 // (older writers) and chat_template.jinja (newer writers; chat_template.json
 // between them). A template that moved from tokenizer_config.json to
 // chat_template.jinja is the same template.
-
-// jsonObject decodes a JSON object with numbers as written.
-func jsonObject(b []byte) (map[string]any, bool) {
-	if b == nil {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var m map[string]any
-	if dec.Decode(&m) != nil || m == nil {
-		return nil, false
-	}
-	return m, true
-}
 
 // A chatTemplate is a side's effective chat template(s), by name
 // ("default" for a single one), and the file they came from.
@@ -59,11 +44,10 @@ func (s *companions) chatTemplate(ctx context.Context) (*chatTemplate, error) {
 		if _, ok := s.files[name]; !ok {
 			continue
 		}
-		b, err := s.bytes(ctx, name)
+		m, _, err := s.object(ctx, name)
 		if err != nil {
-			return nil, tolerateTooLarge(err)
+			return nil, err
 		}
-		m, _ := jsonObject(b)
 		if t := templatesOf(m["chat_template"]); t != nil {
 			return &chatTemplate{source: name, templates: t}, nil
 		}
@@ -172,14 +156,10 @@ func compareTokenizerConfig(ctx context.Context, p, e *companions) ([]Finding, e
 	var cfg, stm [2]map[string]any
 	for i, side := range []*companions{p, e} {
 		for j, name := range []string{"tokenizer_config.json", "special_tokens_map.json"} {
-			b, err := side.bytes(ctx, name)
+			m, _, err := side.object(ctx, name)
 			if err != nil {
-				if errors.Is(err, errTooLargeToShow) {
-					continue
-				}
 				return nil, err
 			}
-			m, _ := jsonObject(b)
 			if j == 0 {
 				cfg[i] = m
 			} else {
@@ -219,14 +199,16 @@ func compareTokenizerConfig(ctx context.Context, p, e *companions) ([]Finding, e
 				}
 			}
 		}
+		var ff fieldFindings
 		for _, ch := range diffJSON("", a, b) {
 			sev := Warning
 			if !ch.pubOK || !ch.expOK {
 				sev = Info // a default one writer spells out
 			}
-			out = append(out, Finding{Code: CodeTokenizerChanged, Severity: sev, File: file, Key: ch.path,
+			ff.add(Finding{Code: CodeTokenizerChanged, Severity: sev, File: file, Key: ch.path,
 				Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp})
 		}
+		out = append(out, ff.findings(file)...)
 	}
 	return out, nil
 }
@@ -327,41 +309,47 @@ var tokenizerSections = []string{"version", "truncation", "padding", "added_toke
 
 // compareTokenizerJSON says which parts of tokenizer.json changed: the
 // vocabulary or merges (with their sizes), the added tokens (which), the
-// normalizer, pre-tokenizer, post-processor or decoder.
+// normalizer, pre-tokenizer, post-processor or decoder. Each side is read
+// as a stream, one at a time, and only small parts are kept decoded.
 func compareTokenizerJSON(ctx context.Context, p, e *companions) ([]Finding, error) {
 	file := e.path("tokenizer.json")
-	a, errA := p.bytes(ctx, "tokenizer.json")
-	b, errB := e.bytes(ctx, "tokenizer.json")
-	if err := errors.Join(errA, errB); err != nil {
-		if !errors.Is(err, errTooLargeToShow) {
+	var tf [2]*tokenizerFile
+	for i, side := range []*companions{p, e} {
+		r, done, err := side.stream(ctx, "tokenizer.json")
+		if errors.Is(err, errTooLargeToShow) {
+			return compareOther(ctx, p, e, "tokenizer.json")
+		}
+		if err != nil {
 			return nil, err
 		}
-		return compareOther(ctx, p, e, "tokenizer.json")
+		tf[i], err = summariseTokenizer(r)
+		done()
+		if errors.Is(err, errNotJSON) {
+			return []Finding{{Code: CodeTokenizerChanged, Severity: Warning, File: file,
+				Message: fmt.Sprintf("tokenizer.json differs and one side is not a JSON object (%s → %s)",
+					textfmt.Plural(p.files["tokenizer.json"].Size, "byte"), textfmt.Plural(e.files["tokenizer.json"].Size, "byte"))}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	var am, bm map[string]json.RawMessage
-	if json.Unmarshal(a, &am) != nil || json.Unmarshal(b, &bm) != nil || am == nil || bm == nil {
-		return []Finding{{Code: CodeTokenizerChanged, Severity: Warning, File: file,
-			Message: fmt.Sprintf("tokenizer.json differs and one side is not a JSON object (%s → %s)", textfmt.Plural(len(a), "byte"), textfmt.Plural(len(b), "byte"))}}, nil
-	}
+	am, bm := tf[0].sections, tf[1].sections
 	var out []Finding
 	add := func(key, msg string) {
 		out = append(out, Finding{Code: CodeTokenizerChanged, Severity: Warning, File: file, Key: key, Message: msg})
 	}
 	sections := slices.Clone(tokenizerSections)
-	for k := range bm {
-		if _, ok := am[k]; !ok && !slices.Contains(sections, k) {
-			sections = append(sections, k)
-		}
-	}
-	for k := range am {
-		if !slices.Contains(sections, k) {
-			sections = append(sections, k)
+	for _, f := range []*tokenizerFile{tf[1], tf[0]} {
+		for _, k := range f.order {
+			if !slices.Contains(sections, k) {
+				sections = append(sections, k)
+			}
 		}
 	}
 	for _, k := range sections {
 		ra, aok := am[k]
 		rb, bok := bm[k]
-		if !aok && !bok || sameJSON(ra, rb) {
+		if !aok && !bok || aok && bok && ra.same(rb) {
 			continue
 		}
 		switch {
@@ -373,12 +361,16 @@ func compareTokenizerJSON(ctx context.Context, p, e *companions) ([]Finding, err
 			add(k, "only in the "+side+" tokenizer.json")
 		case k == "added_tokens":
 			msg := addedTokensChange(addedTokensList(ra), addedTokensList(rb))
-			if msg == "" {
+			switch {
+			case msg != "":
+			case !ra.kept || !rb.kept:
+				msg = fmt.Sprintf("the added tokens changed (%s → %s)", textfmt.Plural(ra.count, "entry"), textfmt.Plural(rb.count, "entry"))
+			default:
 				msg = "the added tokens' options changed (special, normalized, lstrip, rstrip)"
 			}
 			add(k, msg)
 		case k == "model":
-			for _, msg := range modelChanges(ra, rb) {
+			for _, msg := range modelChanges(tf[0].model, tf[1].model) {
 				add(msg[0], msg[1])
 			}
 		default:
@@ -388,40 +380,34 @@ func compareTokenizerJSON(ctx context.Context, p, e *companions) ([]Finding, err
 	return out, nil
 }
 
-// sameJSON compares two JSON values by meaning, not layout.
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	return da.Decode(&x) == nil && db.Decode(&y) == nil && jsonEqual(x, y)
-}
-
-// addedTokensList reads tokenizer.json's added_tokens: id → content.
-func addedTokensList(raw json.RawMessage) map[string]string {
-	var list []struct {
-		ID      json.Number `json:"id"`
-		Content string      `json:"content"`
-	}
-	if json.Unmarshal(raw, &list) != nil {
+// addedTokensList reads tokenizer.json's added_tokens: id → content; nil
+// when they are not a list of tokens or were too large to keep.
+func addedTokensList(s jsonSummary) map[string]string {
+	list, ok := s.value.([]any)
+	if !s.kept || !ok {
 		return nil
 	}
 	out := make(map[string]string, len(list))
-	for _, t := range list {
-		out[t.ID.String()] = t.Content
+	for _, x := range list {
+		t, ok := x.(map[string]any)
+		if !ok {
+			return nil
+		}
+		id, idOK := t["id"].(json.Number)
+		content, contentOK := t["content"].(string)
+		if t["id"] != nil && !idOK || t["content"] != nil && !contentOK {
+			return nil
+		}
+		out[id.String()] = content
 	}
 	return out
 }
 
 // modelChanges says how tokenizer.json's model differs: its type, the
 // vocabulary's and merges' sizes, other options. Each is a key and a
-// message.
-func modelChanges(a, b json.RawMessage) [][2]string {
-	var ma, mb map[string]json.RawMessage
-	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+// message. A model that is not an object on either side has no members.
+func modelChanges(ma, mb map[string]jsonSummary) [][2]string {
+	if ma == nil || mb == nil {
 		return [][2]string{{"model", "the model changed"}}
 	}
 	var out [][2]string
@@ -433,77 +419,46 @@ func modelChanges(a, b json.RawMessage) [][2]string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		ra, rb := ma[k], mb[k]
-		if sameJSON(ra, rb) {
+		ra, aok := ma[k]
+		rb, bok := mb[k]
+		if aok && bok && ra.same(rb) {
 			continue
 		}
 		switch k {
 		case "vocab", "merges":
-			na, nb := jsonLen(ra), jsonLen(rb)
+			na, nb := ra.count, rb.count
 			msg := fmt.Sprintf("the %s changed (%s → %s)", k, textfmt.Plural(na, "entry"), textfmt.Plural(nb, "entry"))
 			if na == nb {
 				msg = fmt.Sprintf("the %s changed (%s on both sides, different entries)", k, textfmt.Plural(na, "entry"))
 			}
 			out = append(out, [2]string{"model." + k, msg})
 		default:
-			out = append(out, [2]string{"model." + k, jsonText(rawValue(ra)) + " → " + jsonText(rawValue(rb))})
+			out = append(out, [2]string{"model." + k, summaryText(ra, aok) + " → " + summaryText(rb, bok)})
 		}
 	}
 	return out
 }
 
-func rawValue(r json.RawMessage) any {
-	if r == nil {
-		return nil
+// summaryText writes a summarised value for a message, as jsonText does.
+func summaryText(s jsonSummary, ok bool) string {
+	switch {
+	case !ok:
+		return jsonText(nil)
+	case !s.kept:
+		return "(too large to show)"
 	}
-	dec := json.NewDecoder(bytes.NewReader(r))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return string(r)
-	}
-	return v
-}
-
-// jsonLen counts the members of a JSON object or array without decoding
-// them (a vocabulary of 150k entries).
-func jsonLen(r json.RawMessage) int {
-	dec := json.NewDecoder(bytes.NewReader(r))
-	t, err := dec.Token()
-	if err != nil {
-		return 0
-	}
-	object := t == json.Delim('{')
-	n := 0
-	for dec.More() {
-		if object {
-			if _, err := dec.Token(); err != nil { // the key
-				return n
-			}
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return n
-		}
-		n++
-	}
-	return n
+	return jsonText(s.value)
 }
 
 // compareGeneration compares generation_config.json: the special token ids
 // (tokenizer_changed), then the sampling defaults (config_changed, info).
 func compareGeneration(ctx context.Context, p, e *companions) ([]Finding, error) {
 	file := e.path("generation_config.json")
-	a, errA := p.bytes(ctx, "generation_config.json")
-	b, errB := e.bytes(ctx, "generation_config.json")
+	am, aok, errA := p.objectCopy(ctx, "generation_config.json")
+	bm, bok, errB := e.objectCopy(ctx, "generation_config.json")
 	if err := errors.Join(errA, errB); err != nil {
-		if !errors.Is(err, errTooLargeToShow) {
-			return nil, err
-		}
-		return compareOther(ctx, p, e, "generation_config.json")
+		return nil, err
 	}
-	am, aok := jsonObject(a)
-	bm, bok := jsonObject(b)
 	if !aok || !bok {
 		return compareOther(ctx, p, e, "generation_config.json")
 	}
@@ -511,13 +466,13 @@ func compareGeneration(ctx context.Context, p, e *companions) ([]Finding, error)
 		delete(m, "transformers_version")
 		delete(m, "_from_model_config")
 	}
-	var out []Finding
+	var ff fieldFindings
 	for _, ch := range diffJSON("", am, bm) {
 		f := Finding{Code: CodeConfigChanged, Severity: Info, File: file, Key: ch.path, Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp}
 		if tokenIDFields[ch.path] {
 			f.Code, f.Severity, f.Message = CodeTokenizerChanged, Warning, "special token id "+f.Message
 		}
-		out = append(out, f)
+		ff.add(f)
 	}
-	return out, nil
+	return ff.findings(file), nil
 }
