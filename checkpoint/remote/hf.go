@@ -244,6 +244,10 @@ type hubSibling struct {
 	} `json:"lfs"`
 }
 
+// maxHubAnswer bounds the Hub API's description of a revision: its file
+// listing, with sizes and hashes, is a few hundred bytes a file.
+const maxHubAnswer = 64 << 20
+
 var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // resolve asks the Hub which commit a revision is, and its files.
@@ -294,9 +298,15 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 		}
 		return nil, err
 	}
-	b, err := readCapped(resp.Body, 64<<20, "the Hub's answer")
+	if resp.ContentLength > maxHubAnswer {
+		return nil, &Error{Path: s.display, Cause: (&overLimitError{"the Hub's answer", maxHubAnswer}).Error()}
+	}
+	b, err := readCapped(resp.Body, maxHubAnswer, "the Hub's answer")
 	if err != nil {
-		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: true}
+		// A connection dropped while reading is worth another try; an
+		// answer over the limit is the same answer again.
+		var over *overLimitError
+		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: !errors.As(err, &over)}
 	}
 	var info hubInfo
 	if err := json.Unmarshal(b, &info); err != nil || !commitID.MatchString(info.SHA) {
