@@ -36,6 +36,28 @@ func hubEndpoint(opt *checkpoint.RemoteOptions) (*url.URL, error) {
 	return u, nil
 }
 
+// ErrMalformedToken is a Hub token that cannot be sent: a line break or
+// another control character inside it. Net/http would refuse the header,
+// which reads as a network failure; the token is never shown.
+var ErrMalformedToken = errors.New("the Hub token is malformed")
+
+// tokenProblem says what makes a Hub token unusable, "" when nothing does.
+func tokenProblem(tok string) string {
+	for _, r := range tok {
+		switch {
+		case r == '\r' || r == '\n':
+			return "a line break"
+		case r < 0x20 || r == 0x7f:
+			return "a control character"
+		case r == ' ':
+			return "a space"
+		case r > 0x7e:
+			return "a character outside printable ASCII"
+		}
+	}
+	return ""
+}
+
 // An hfRef is an hf:// path taken apart.
 type hfRef struct {
 	repo string // org/name
@@ -131,6 +153,9 @@ func openHF(ctx context.Context, ref hfRef, opt *checkpoint.RemoteOptions) (*che
 	ep, err := hubEndpoint(opt)
 	if err != nil {
 		return nil, err
+	}
+	if why := tokenProblem(opt.Token); why != "" {
+		return nil, fmt.Errorf("%s: %w: it holds %s (a token is one word of printable ASCII, hf_…)", name, ErrMalformedToken, why)
 	}
 	auth := ""
 	if opt.Token != "" {
