@@ -19,6 +19,16 @@ import (
 // indexes (600B-parameter models, ~100k tensors) are about 10 MB.
 const maxJSONFile = 256 << 20
 
+// MaxShards bounds the files of one checkpoint: the largest published ones
+// have a few hundred shards. An index naming more, or a folder without an
+// index holding more *.safetensors files, is an error, not 100,000 opens.
+const MaxShards = 4096
+
+// maxEarlyOpens bounds the files of a folder opened before its index has
+// said which it names (see open): a listing of more waits for the index,
+// so that the files opened are the ones it names.
+const maxEarlyOpens = 512
+
 // A Checkpoint is a set of safetensors files read as one model: a single
 // file, or the shards an index names, with the config.json beside them.
 // Only headers are read when it is opened; tensor bytes are read on demand
@@ -195,6 +205,9 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		if len(names) == 1 && !isDir {
 			c.PartOf = c.indexNaming(ctx, names[0])
 		}
+		if err := c.tooManyShards(len(names), "*.safetensors files and no index"); err != nil {
+			return err
+		}
 		return c.openShards(ctx, names, isDir)
 	}
 	// The folder's shards are opened while the index parses: on large MoE
@@ -206,7 +219,11 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	}
 	early := &Checkpoint{Source: c.Source}
 	earlyDone := make(chan error, 1)
-	go func() { earlyDone <- early.openShards(ctx, inDir, true) }()
+	if len(inDir) <= maxEarlyOpens {
+		go func() { earlyDone <- early.openShards(ctx, inDir, true) }()
+	} else {
+		earlyDone <- errNotOpenedEarly
+	}
 	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
 	if err == nil || tooLarge(err) {
 		c.Index = ParseIndex(b)
@@ -222,6 +239,12 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
 	if c.Index.Err != nil {
 		// Fall back to the folder's files of this variant.
+		if errors.Is(earlyErr, errNotOpenedEarly) {
+			if err := c.tooManyShards(len(inDir), "*.safetensors files and an index that cannot be read"); err != nil {
+				return err
+			}
+			earlyErr = early.openShards(ctx, inDir, true)
+		}
 		if earlyErr != nil {
 			return earlyErr
 		}
@@ -229,6 +252,10 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		return nil
 	}
 	named := c.Index.ShardNames()
+	if err := c.tooManyShards(len(named), "shards named by "+indexName); err != nil {
+		early.Close()
+		return err
+	}
 	for _, n := range inDir {
 		if _, ok := slices.BinarySearch(named, n); !ok {
 			c.Unreferenced = append(c.Unreferenced, n)
@@ -273,6 +300,18 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	}
 	early.Close() // the unreferenced files, not opened for checking
 	return nil
+}
+
+// errNotOpenedEarly says a folder had too many files to open them before
+// its index was read.
+var errNotOpenedEarly = errors.New("not opened before the index")
+
+// tooManyShards refuses a checkpoint of more than MaxShards files.
+func (c *Checkpoint) tooManyShards(n int, what string) error {
+	if n <= MaxShards {
+		return nil
+	}
+	return fmt.Errorf("%s: %d %s, more than the %d shards ckptcheck opens", c.Path, n, what, MaxShards)
 }
 
 // variantShard and variantIndex match transformers' variant file names:

@@ -36,6 +36,28 @@ func hubEndpoint(opt *checkpoint.RemoteOptions) (*url.URL, error) {
 	return u, nil
 }
 
+// ErrMalformedToken is a Hub token that cannot be sent: a line break or
+// another control character inside it. Net/http would refuse the header,
+// which reads as a network failure; the token is never shown.
+var ErrMalformedToken = errors.New("the Hub token is malformed")
+
+// tokenProblem says what makes a Hub token unusable, "" when nothing does.
+func tokenProblem(tok string) string {
+	for _, r := range tok {
+		switch {
+		case r == '\r' || r == '\n':
+			return "a line break"
+		case r < 0x20 || r == 0x7f:
+			return "a control character"
+		case r == ' ':
+			return "a space"
+		case r > 0x7e:
+			return "a character outside printable ASCII"
+		}
+	}
+	return ""
+}
+
 // An hfRef is an hf:// path taken apart.
 type hfRef struct {
 	repo string // org/name
@@ -131,6 +153,9 @@ func openHF(ctx context.Context, ref hfRef, opt *checkpoint.RemoteOptions) (*che
 	ep, err := hubEndpoint(opt)
 	if err != nil {
 		return nil, err
+	}
+	if why := tokenProblem(opt.Token); why != "" {
+		return nil, fmt.Errorf("%s: %w: it holds %s (a token is one word of printable ASCII, hf_…)", name, ErrMalformedToken, why)
 	}
 	auth := ""
 	if opt.Token != "" {
@@ -244,6 +269,10 @@ type hubSibling struct {
 	} `json:"lfs"`
 }
 
+// maxHubAnswer bounds the Hub API's description of a revision: its file
+// listing, with sizes and hashes, is a few hundred bytes a file.
+const maxHubAnswer = 64 << 20
+
 var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // resolve asks the Hub which commit a revision is, and its files.
@@ -294,9 +323,15 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 		}
 		return nil, err
 	}
-	b, err := readCapped(resp.Body, 64<<20, "the Hub's answer")
+	if resp.ContentLength > maxHubAnswer {
+		return nil, &Error{Path: s.display, Cause: (&overLimitError{"the Hub's answer", maxHubAnswer}).Error()}
+	}
+	b, err := readCapped(resp.Body, maxHubAnswer, "the Hub's answer")
 	if err != nil {
-		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: true}
+		// A connection dropped while reading is worth another try; an
+		// answer over the limit is the same answer again.
+		var over *overLimitError
+		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: !errors.As(err, &over)}
 	}
 	var info hubInfo
 	if err := json.Unmarshal(b, &info); err != nil || !commitID.MatchString(info.SHA) {

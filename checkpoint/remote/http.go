@@ -368,7 +368,18 @@ func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %s", what, NetCause(err))
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over %s bytes", what, textfmt.Thousands(limit))
+		return nil, &overLimitError{what, limit}
 	}
 	return b, nil
+}
+
+// An overLimitError is an answer larger than its limit: asking again
+// gets the same answer, so it is not worth a retry.
+type overLimitError struct {
+	what  string
+	limit int64
+}
+
+func (e *overLimitError) Error() string {
+	return fmt.Sprintf("%s is over %s bytes", e.what, textfmt.Thousands(e.limit))
 }

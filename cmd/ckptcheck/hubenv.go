@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint/remote"
 	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 )
 
@@ -21,9 +24,16 @@ const maxTokenFile = 4 << 10
 // A token file that is missing, not a regular file or too large is no
 // token, as for huggingface_hub.
 func hubToken() string {
+	t, _ := hubTokenFrom()
+	return t
+}
+
+// hubTokenFrom is hubToken and where it came from: the variable's name or
+// the file's path.
+func hubTokenFrom() (token, from string) {
 	for _, v := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
 		if t := strings.TrimSpace(os.Getenv(v)); t != "" {
-			return t
+			return t, v
 		}
 	}
 	file := os.Getenv("HF_TOKEN_PATH")
@@ -32,9 +42,21 @@ func hubToken() string {
 	}
 	b, err := wholefile.ReadFile(file, wholefile.Limit{Kind: "HF token file", Max: maxTokenFile})
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(string(b)), file
+}
+
+// explainTokenError says where a malformed Hub token came from (the
+// library knows only the token, which no message shows).
+func explainTokenError(err error) error {
+	if !errors.Is(err, remote.ErrMalformedToken) {
+		return err
+	}
+	if _, from := hubTokenFrom(); from != "" {
+		return fmt.Errorf("%w; it comes from %s", err, from)
+	}
+	return err
 }
 
 // hubHome is $HF_HOME, else $XDG_CACHE_HOME/huggingface, else

@@ -329,5 +329,5 @@ func open(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint
 	if err == nil && testHookAfterOpen != nil {
 		testHookAfterOpen()
 	}
-	return c, err
+	return c, explainTokenError(err)
 }

@@ -42,9 +42,10 @@ type Hub struct {
 	repos map[string]*Repo
 }
 
-// NewHub starts a fake Hub on 127.0.0.1.
-func NewHub() (*Hub, error) {
-	s, err := NewServer("")
+// NewHub starts a fake Hub on 127.0.0.1 (or on host, such as
+// "127.0.0.2", when given).
+func NewHub(host ...string) (*Hub, error) {
+	s, err := NewServer("", host...)
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@ import (
 )
 
 // NewS3 starts an S3 server (gofakes3, the protocol implementation) on
-// 127.0.0.1 whose buckets are the folders of root and whose objects are
+// 127.0.0.1 (or on host, such as "127.0.0.2", when given) whose buckets are the folders of root and whose objects are
 // the files in them, served in place: a sparse 61 GB fixture is never
 // read or held in memory. gofakes3's own backends keep objects in memory
 // or in a database, hence this one.
-func NewS3(root string) (*Server, error) {
-	s, err := NewServer("")
+func NewS3(root string, host ...string) (*Server, error) {
+	s, err := NewServer("", host...)
 	if err != nil {
 		return nil, err
 	}

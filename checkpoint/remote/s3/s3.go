@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,11 @@ func init() { checkpoint.RegisterScheme("s3", openS3) }
 
 // maxListed bounds a prefix's listing.
 const maxListed = 1_000_000
+
+// maxListPages bounds the requests of a listing: S3 answers up to 1,000
+// keys a page, so 2,000 pages hold twice maxListed. A server that keeps
+// inventing continuation tokens is stopped there.
+const maxListPages = 2_000
 
 // An s3Source reads the objects under one prefix of a bucket.
 type s3Source struct {
@@ -67,14 +74,15 @@ func openS3(ctx context.Context, p string, o checkpoint.Options) (*checkpoint.Lo
 // newS3Client loads the SDK's configuration. With no region configured
 // (and no endpoint of its own), the bucket's region is asked for.
 func newS3Client(ctx context.Context, bucket string, opt *checkpoint.RemoteOptions) (*s3.Client, error) {
-	// The SDK's client does not follow redirects (aws/transport/http
-	// BuildableClient.Do): a signed request goes only to the endpoint it
-	// was signed for. It also takes AWS_CA_BUNDLE.
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+	// The configuration is loaded with the SDK's buildable client, which
+	// takes AWS_CA_BUNDLE into its transport; S3's requests then go
+	// through that transport in a client that follows no redirect (see
+	// noRedirects).
+	bc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConnsPerHost = 64
 		tr.DisableCompression = true
 	})
-	loads := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
+	loads := []func(*config.LoadOptions) error{config.WithHTTPClient(bc)}
 	if opt.NoSignRequest {
 		loads = append(loads, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
@@ -82,8 +90,13 @@ func newS3Client(ctx context.Context, bucket string, opt *checkpoint.RemoteOptio
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %v", err)
 	}
+	if b, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		bc = b
+	}
+	hc := &http.Client{Transport: bc.GetTransport(), CheckRedirect: noRedirects}
 	customEndpoint := false
 	options := func(o *s3.Options) {
+		o.HTTPClient = hc
 		// Retries are ckptcheck's own (the same for every source); the
 		// SDK's would multiply them.
 		o.Retryer = aws.NopRetryer{}
@@ -103,6 +116,13 @@ func newS3Client(ctx context.Context, bucket string, opt *checkpoint.RemoteOptio
 	}
 	return s3.NewFromConfig(cfg, options), nil
 }
+
+// noRedirects follows no redirect: the 3xx answer is S3's, an error (see
+// redirectError). The SDK's own client follows 307 and 308, and net/http
+// copies Authorization along a redirect to the same host on another port:
+// a signed request would reach a server it was not signed for, and that
+// server's bytes would be read as the object's.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // bucketRegion asks S3 where a bucket is: HeadBucket answers with
 // x-amz-bucket-region, also when it refuses the request.
@@ -136,14 +156,19 @@ func (s *s3Source) List(ctx context.Context) ([]checkpoint.Entry, error) {
 
 func (s *s3Source) list(ctx context.Context) ([]checkpoint.Entry, error) {
 	var names []string
-	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), Delimiter: aws.String("/")})
-	for pages.HasMorePages() {
+	seenKeys := map[string]bool{}
+	seenTokens := map[string]bool{}
+	var token *string
+	for pages := 1; ; pages++ {
+		if pages > maxListPages {
+			return nil, fmt.Errorf("%s: the listing did not end after %d pages (S3 keeps answering with another continuation token)", s.display, maxListPages)
+		}
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), Delimiter: aws.String("/"), ContinuationToken: token}
 		var page *s3.ListObjectsV2Output
 		err := remote.Retry(ctx, func() (err error) {
 			rctx, cancel := context.WithTimeout(ctx, remote.Timeout(s.opt))
 			defer cancel()
-			page, err = pages.NextPage(rctx)
+			page, err = s.client.ListObjectsV2(rctx, in)
 			if err != nil {
 				return s.apiError(s.display, err)
 			}
@@ -153,15 +178,34 @@ func (s *s3Source) list(ctx context.Context) ([]checkpoint.Entry, error) {
 			return nil, err
 		}
 		for _, o := range page.Contents {
-			if n, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix); ok && n != "" {
-				names = append(names, n)
+			n, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix)
+			if !ok || n == "" {
+				continue
 			}
+			if seenKeys[n] {
+				// A page given again under another token: the listing
+				// would never end.
+				return nil, fmt.Errorf("%s: the listing names %q twice (page %d): S3 is repeating its pages", s.display, n, pages)
+			}
+			seenKeys[n] = true
+			names = append(names, n)
 		}
 		if len(names) > maxListed {
 			return nil, fmt.Errorf("%s: more than %d objects under the prefix", s.display, maxListed)
 		}
+		if !aws.ToBool(page.IsTruncated) {
+			return remote.Entries(names), nil
+		}
+		next := aws.ToString(page.NextContinuationToken)
+		switch {
+		case next == "":
+			return nil, fmt.Errorf("%s: S3 says the listing goes on after page %d but gives no continuation token", s.display, pages)
+		case seenTokens[next]:
+			return nil, fmt.Errorf("%s: S3 answered page %d with a continuation token it gave before: the listing would never end", s.display, pages)
+		}
+		seenTokens[next] = true
+		token = aws.String(next)
 	}
-	return remote.Entries(names), nil
 }
 
 func (s *s3Source) openNow(ctx context.Context, name string) (checkpoint.File, error) {
@@ -247,12 +291,8 @@ func (s *s3Source) apiError(p string, err error) error {
 	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
 		return &remote.Error{Path: p, Status: status, Err: checkpoint.ErrChanged,
 			Cause: fmt.Sprintf("%s: the object was replaced during the run (its ETag no longer matches: %s)", checkpoint.ErrChanged, what)}
-	case code == "PermanentRedirect" || status == http.StatusMovedPermanently || status == http.StatusTemporaryRedirect:
-		region := ""
-		if re != nil && re.Response != nil {
-			region = re.Response.Header.Get("X-Amz-Bucket-Region")
-		}
-		return &remote.Error{Path: p, Status: status, Cause: fmt.Sprintf("bucket %s is in another region%s: set AWS_REGION", s.bucket, inRegion(region))}
+	case code == "PermanentRedirect" || (status >= 300 && status < 400):
+		return s.redirectError(p, status, code, what, re)
 	case status == http.StatusForbidden || status == http.StatusUnauthorized || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		hint := "check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID) and the bucket policy"
 		if s.opt.NoSignRequest {
@@ -282,6 +322,35 @@ func (s *s3Source) apiError(p string, err error) error {
 		}
 	}
 	return &remote.Error{Path: p, Status: status, Cause: what}
+}
+
+// redirectError is a 3xx from S3, never followed (see noRedirects): it
+// names the bucket and where the answer pointed, and the region when S3
+// says the bucket is in another one.
+func (s *s3Source) redirectError(p string, status int, code, what string, re *awshttp.ResponseError) error {
+	var h http.Header
+	if re != nil && re.Response != nil {
+		h = re.Response.Header
+	}
+	cause := fmt.Sprintf("bucket %s: S3 answered %s", s.bucket, what)
+	if loc := h.Get("Location"); loc != "" {
+		cause += fmt.Sprintf(", a redirect to %s, not followed (a signed request goes only to the endpoint it was signed for)", locationForMessage(loc))
+	}
+	if r := h.Get("X-Amz-Bucket-Region"); r != "" || (code == "PermanentRedirect" && status == http.StatusMovedPermanently) {
+		cause += fmt.Sprintf("; the bucket is in another region%s: set AWS_REGION", inRegion(r))
+	}
+	return &remote.Error{Path: p, Status: status, Cause: cause}
+}
+
+// locationForMessage is a Location header as a message shows it: quoted,
+// without credentials or query (a presigned URL's signature is one).
+func locationForMessage(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "an unreadable Location"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return strconv.Quote(u.String())
 }
 
 func inRegion(r string) string {
