@@ -96,7 +96,9 @@ type Tie struct {
 // Diff compares an exported checkpoint with the published one it came from:
 // both are validated, mapped to HF names by their adapters, and compared key
 // by key (missing, unexpected, shape, dtype), with tied embeddings
-// understood. It is a pure function of its inputs; printing is package
+// understood. It decides from what checkpoint.Open read (headers, index,
+// config) and reads no tensor data; the files beside the weights are
+// CompareFiles' and the values CompareValues'. Printing is package
 // report's. ctx stops it between phases.
 func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions) (*Comparison, error) {
 	d := &Comparison{

@@ -1,14 +1,19 @@
 // Package verify holds every judgement ckptcheck makes about checkpoints:
 // format validation with index and config consistency (Validate), the
-// structural diff of a published checkpoint against an exported one (Diff),
-// and the comparison of their values (Diffed.CompareValues), the files
-// beside the weights (CompareFiles: config.json field by field, tokenizer,
-// chat template, generation config). Manifests and file hashes are package
-// manifest's, which yields these Findings. Checks are
-// functions that return Findings; a Report gathers them with the inputs and
-// decides the verdict. Printing a report (WriteText, WriteJSON) is separate
-// from deciding it. A Baseline moves the findings a team accepted to the
-// report's Suppressed list.
+// structural diff of a published checkpoint against an exported one (Diff,
+// which returns a Comparison), the comparison of their values
+// (Comparison.CompareValues, through the value engine in
+// verify/internal/values, which reads bytes and returns numbers), and the
+// files beside the weights (CompareFiles: config.json field by field,
+// tokenizer, chat template, generation config). Manifests and file hashes
+// are package manifest's, which yields these Findings. Checks are functions
+// that return Findings; a Report gathers them with the inputs and decides
+// the verdict. Diff and Validate judge what checkpoint.Open read (headers,
+// index, config); CompareValues and CompareFiles read more bytes through
+// the checkpoints' files, never writing. Rendering a report is package
+// report's; verify only encodes the JSON form (Report.WriteJSON) and reads
+// it back (ReadReport). A Baseline moves the findings a team accepted to
+// the report's Suppressed list.
 //
 // Work that reads data can be shared out over machines (package
 // partition): ValueOptions.Partition compares one partition's share of the

@@ -74,6 +74,17 @@ type Finding struct {
 	// Keys lists the tensors a summary finding is about.
 	Keys []string `json:"keys,omitempty"`
 
+	// Published, Exported, Expected and Got are the details of a
+	// comparison, each a JSON value. A check sets them to Go values that
+	// encode as JSON: shapes as []uint64 (a JSON array of integers), dtypes
+	// as tensorfile.DType (a string such as "BF16"), sizes and counts as
+	// integers, digests as "sha256:…" strings, config and tokenizer values
+	// as the JSON they were read from, value statistics as a map of names
+	// to numbers (value_mismatch: "mismatches", "max_abs_diff", "rel_l2";
+	// reinitialized: "cosine", "rel_l2"). A report read back by ReadReport
+	// holds what encoding/json decodes with UseNumber: string, json.Number,
+	// bool, nil, []any or map[string]any, so integers above 2^53 survive
+	// exactly. Compare them by their JSON encoding, not by Go type.
 	Published any `json:"published,omitempty"`
 	Exported  any `json:"exported,omitempty"`
 	Expected  any `json:"expected,omitempty"`
