@@ -96,10 +96,11 @@ type Tie struct {
 // Diff compares an exported checkpoint with the published one it came from:
 // both are validated, mapped to HF names by their adapters, and compared key
 // by key (missing, unexpected, shape, dtype), with tied embeddings
-// understood. It decides from what checkpoint.Open read (headers, index,
-// config) and reads no tensor data; the files beside the weights are
-// CompareFiles' and the values CompareValues'. Printing is package
-// report's. ctx stops it between phases.
+// understood. Unless DiffOptions says weights only, it also compares the
+// files beside the weights (CompareFiles, run alongside), so it reads those
+// files through the checkpoints' sources; it reads no tensor data (that is
+// CompareValues'). Printing is package report's. ctx stops it between
+// phases.
 func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions) (*Comparison, error) {
 	d := &Comparison{
 		Published: &Mapped{Side: Published, Checkpoint: pub},
