@@ -94,7 +94,9 @@ type Pair struct {
 	remaining atomic.Int64
 }
 
-// Stats are the numbers of a compared pair.
+// Stats are the numbers of a compared pair. A codec side counts as the F32
+// tensor it decodes to: BitIdentical, for one, means the decoded values
+// are (or, for two operands of one codec, the bytes are).
 type Stats struct {
 	// Mismatches counts elements outside the tolerance.
 	Mismatches   uint64
