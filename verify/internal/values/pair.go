@@ -2,11 +2,13 @@ package values
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -25,7 +27,8 @@ type Segment struct {
 }
 
 // An Operand is one side of a pair: a logical tensor's dtype and shape, and
-// the segments that hold its bytes in row-major order.
+// the segments that hold its bytes in row-major order; or, for a quantized
+// tensor, its codec and the segments of each of the codec's parts.
 type Operand struct {
 	DType    safetensors.DType
 	Shape    []uint64
@@ -34,6 +37,18 @@ type Operand struct {
 	// dimensions swapped; the logical tensor is their transpose.
 	Transposed bool
 	cum        []uint64 // start of each segment in the logical bytes, built on first use
+
+	// Codec, if set, is the operand's encoding in place of DType and
+	// Segments: Parts[i] holds the segments of the codec's part i (the
+	// data, the scales…) in its byte order. The codec decodes the tensor
+	// matrix by matrix (the last two dimensions; a 1-D tensor is one row),
+	// each part holding the matrices one after the other, and the operand
+	// compares as the F32 tensor it decodes to. A codec operand is never
+	// Transposed: its codec's spans say its layout.
+	Codec    quant.Codec
+	Parts    [][]Segment
+	partCum  [][]uint64 // cum of each part
+	partSize []uint64   // bytes of each part a matrix
 }
 
 // Elements is how many elements the logical tensor holds.
@@ -42,9 +57,17 @@ func (o *Operand) Elements() uint64 {
 	return n
 }
 
-// Size is the logical tensor's size in bytes.
+// Size is the logical tensor's size in bytes: for a codec operand, the
+// bytes of all its parts.
 func (o *Operand) Size() uint64 {
-	return o.Elements() * uint64(o.DType.Bits()) / 8
+	if o.Codec != nil {
+		var n uint64
+		for _, segs := range o.Parts {
+			n += segmentsLength(segs)
+		}
+		return n
+	}
+	return o.DType.Bytes(o.Elements())
 }
 
 func (o *Operand) elemBytes() uint64 { return uint64(o.DType.Bits() / 8) }
@@ -57,6 +80,7 @@ type Pair struct {
 	Stats               Stats
 
 	fast   bool // an exact check without decoding exists
+	codec  bool // a side has a codec
 	blocks blocking
 
 	// rounding is cleared when a block of a coarser published dtype is not
@@ -70,7 +94,9 @@ type Pair struct {
 	remaining atomic.Int64
 }
 
-// Stats are the numbers of a compared pair.
+// Stats are the numbers of a compared pair. A codec side counts as the F32
+// tensor it decodes to: BitIdentical, for one, means the decoded values
+// are (or, for two operands of one codec, the bytes are).
 type Stats struct {
 	// Mismatches counts elements outside the tolerance.
 	Mismatches   uint64
@@ -123,10 +149,20 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 	if readAhead <= 0 {
 		readAhead = 4
 	}
-	for _, p := range pairs {
+	for i, p := range pairs {
 		p.Stats = Stats{}
-		p.fast = fastExact(p.Published.DType, p.Exported.DType)
-		p.rounding.Store(coarser(p.Published.DType, p.Exported.DType))
+		p.codec = p.Published.Codec != nil || p.Exported.Codec != nil
+		if p.codec {
+			if err := p.prepareCodecs(); err != nil {
+				return 0, fmt.Errorf("pair %d: %w", i, err)
+			}
+		}
+		pd, ed := p.Published.kernelDType(), p.Exported.kernelDType()
+		p.fast = fastExact(pd, ed)
+		if p.codec {
+			p.fast = sameCodec(p.Published.Codec, p.Exported.Codec)
+		}
+		p.rounding.Store(coarser(pd, ed))
 	}
 	return run(ctx, readers, pairs, workers, readAhead, opt.Progress)
 }

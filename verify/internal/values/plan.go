@@ -3,9 +3,10 @@ package values
 import "sort"
 
 // The read planner turns each pair of logical tensors into jobs: blocks of
-// blockElems elements (whole rows when a side is transposed), each with the
-// byte spans that hold the block on either side. Blocks are fixed by the
-// headers alone, so results do not depend on scheduling.
+// blockElems elements (whole rows when a side is transposed or has a codec;
+// whole tiles of rows for a codec), each with the byte spans that hold the
+// block on either side. Blocks are fixed by the headers alone, so results
+// do not depend on scheduling.
 
 // blockElems is how many elements a block holds: the unit of reading and
 // of statistics. A variable so that tests can make it small.
@@ -22,18 +23,26 @@ var tileBytes uint64 = 8 << 20
 // spans appends the spans holding bytes [off, off+n) of the operand's
 // segment stream.
 func (o *Operand) spans(out []span, off, n uint64) []span {
-	if o.cum == nil {
-		o.cum = make([]uint64, len(o.Segments))
+	return spansOf(o.Segments, &o.cum, out, off, n)
+}
+
+// spansOf appends the spans holding bytes [off, off+n) of the stream that
+// segs make, coalescing adjacent ones; *cum is the start of each segment in
+// the stream, built on first use.
+func spansOf(segs []Segment, cum *[]uint64, out []span, off, n uint64) []span {
+	if *cum == nil {
+		*cum = make([]uint64, len(segs))
 		var at uint64
-		for i, s := range o.Segments {
-			o.cum[i] = at
+		for i, s := range segs {
+			(*cum)[i] = at
 			at += s.Length
 		}
 	}
-	i := sort.Search(len(o.cum), func(i int) bool { return o.cum[i] > off }) - 1
-	for ; n > 0 && i >= 0 && i < len(o.Segments); i++ {
-		seg := o.Segments[i]
-		within := off - o.cum[i]
+	starts := *cum
+	i := sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1
+	for ; n > 0 && i >= 0 && i < len(segs); i++ {
+		seg := segs[i]
+		within := off - starts[i]
 		take := min(n, seg.Length-within)
 		sp := span{file: seg.File, off: int64(seg.Offset + within), n: int64(take)}
 		if k := len(out) - 1; k >= 0 && out[k].file == sp.file && out[k].off+out[k].n == sp.off {
@@ -60,22 +69,26 @@ type blocking struct {
 func newBlocking(p *Pair) blocking {
 	b := blocking{n: p.Published.Elements()}
 	shape := p.Published.Shape
-	if (p.Published.Transposed || p.Exported.Transposed) && len(shape) >= 2 && b.n > 0 {
+	transposed := (p.Published.Transposed || p.Exported.Transposed) && len(shape) >= 2
+	if (transposed || p.codec) && b.n > 0 {
 		b.byRows = true
-		b.rows, b.cols = shape[len(shape)-2], shape[len(shape)-1]
+		d, _ := matrixDims(shape)
+		b.rows, b.cols = d.Rows, d.Cols
 		b.perRows = max(1, blockElems/b.cols)
 		// The widest band whose tile (every stored row's piece of it, on
 		// the transposed side with the widest elements) fits tileBytes.
-		e := uint64(1)
+		e := uint64(0)
 		for _, o := range [2]*Operand{&p.Published, &p.Exported} {
 			if o.Transposed {
-				e = max(e, o.elemBytes())
+				e = max(e, o.elemBytes(), 1)
 			}
 		}
-		if w := tileBytes / e / b.cols; w > b.perRows {
-			b.perRows = w
+		if e > 0 {
+			if w := tileBytes / e / b.cols; w > b.perRows {
+				b.perRows = w
+			}
 		}
-		b.perRows = min(b.perRows, b.rows)
+		b.perRows = alignRows(b.perRows, codecTileRows(p), b.rows)
 		b.perMat = (b.rows + b.perRows - 1) / b.perRows
 		b.blocks = b.n / (b.rows * b.cols) * b.perMat
 		return b
@@ -91,13 +104,8 @@ func (b blocking) job(p *Pair, k uint64) *job {
 		j.start = k * blockElems
 		j.n = min(blockElems, b.n-j.start)
 		for side, o := range [2]*Operand{&p.Published, &p.Exported} {
-			e := o.elemBytes()
-			if e == 0 { // sub-byte dtypes: bits, whole bytes per block
-				bits := uint64(o.DType.Bits())
-				j.fills[side] = fill{spans: o.spans(nil, j.start*bits/8, j.n*bits/8), size: int(j.n * bits / 8)}
-				continue
-			}
-			j.fills[side] = fill{spans: o.spans(nil, j.start*e, j.n*e), size: int(j.n * e)}
+			size := o.DType.Bytes(j.n)
+			j.fills[side] = fill{spans: o.spans(nil, o.DType.Bytes(j.start), size), size: int(size)}
 		}
 		return j
 	}
@@ -106,9 +114,17 @@ func (b blocking) job(p *Pair, k uint64) *job {
 	mat := b.rows * b.cols
 	j.start, j.n = m*mat+r*b.cols, (r1-r)*b.cols
 	for side, o := range [2]*Operand{&p.Published, &p.Exported} {
+		if o.Codec != nil {
+			var err error
+			if j.fills[side], err = o.codecFill(m, r, r1); err != nil {
+				j.err = err
+			}
+			continue
+		}
 		e := o.elemBytes()
 		if !o.Transposed {
-			j.fills[side] = fill{spans: o.spans(nil, j.start*e, j.n*e), size: int(j.n * e)}
+			size := o.DType.Bytes(j.n)
+			j.fills[side] = fill{spans: o.spans(nil, o.DType.Bytes(j.start), size), size: int(size)}
 			continue
 		}
 		// Stored as [cols, rows]: the block's rows are a column range of
@@ -130,12 +146,12 @@ func tileReadAhead(pairs []*Pair, readAhead int) int {
 	var most uint64
 	for _, p := range pairs {
 		if b := p.blocks; b.byRows {
-			n := b.perRows * b.cols * (p.Published.elemBytes() + p.Exported.elemBytes())
-			if p.Published.Transposed {
-				n += b.perRows * b.cols * p.Published.elemBytes()
-			}
-			if p.Exported.Transposed {
-				n += b.perRows * b.cols * p.Exported.elemBytes()
+			var n uint64
+			for _, o := range [2]*Operand{&p.Published, &p.Exported} {
+				n += o.blockBytes(b)
+				if o.Transposed {
+					n += b.perRows * b.cols * o.elemBytes()
+				}
 			}
 			most = max(most, n)
 		}

@@ -33,6 +33,9 @@ type fill struct {
 	spans     []span
 	size      int   // bytes in all
 	transpose *tile // nil: the spans are the elements in order
+	// parts, for a codec side, is the bytes of each of the codec's parts,
+	// which the spans hold one after the other.
+	parts []int
 }
 
 // A job is one block of work: a buffer per side to fill, and what the
@@ -43,6 +46,7 @@ type job struct {
 	block int
 	start uint64 // first element
 	n     uint64 // elements
+	err   error  // the block could not be planned: the reader reports it
 }
 
 // maxGap is the largest gap between two spans of one file that a reader
@@ -143,6 +147,9 @@ func schedule(ctx context.Context, files []io.ReaderAt, opt schedulerOptions, ne
 
 // read fills both buffers of j.
 func (b *bufPair) read(files []io.ReaderAt, j *job) error {
+	if j.err != nil {
+		return j.err
+	}
 	for side := range 2 {
 		f := &j.fills[side]
 		b.b[side] = grow(b.b[side], f.size)
