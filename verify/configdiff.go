@@ -338,7 +338,7 @@ var alwaysSignificant = map[string]bool{"architectures": true, "model_type": tru
 // both sides, or for alwaysSignificant ones; info for the rest), and
 // tokenizer_changed for the special token ids.
 func compareConfigs(pub, exp *checkpoint.Config) []Finding {
-	if pub == nil || exp == nil || pub.Err != nil || exp.Err != nil {
+	if pub == nil || exp == nil {
 		return nil
 	}
 	a := normaliseConfig(decodeFields(pub.Fields))

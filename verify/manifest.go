@@ -111,7 +111,7 @@ func BuildManifest(ctx context.Context, c *checkpoint.Checkpoint, files []checkp
 			continue
 		}
 		m.Files[i].Kind = KindShard
-		h := s.Header()
+		h := s.Safetensors()
 		if h == nil {
 			continue
 		}
@@ -123,7 +123,7 @@ func BuildManifest(ctx context.Context, c *checkpoint.Checkpoint, files []checkp
 			continue
 		}
 		slices.SortFunc(ts, func(a, b *safetensors.Tensor) int { return cmp.Compare(a.DataOffsets[0], b.DataOffsets[0]) })
-		base := s.File.DataOffset()
+		base := h.DataOffset()
 		jobs[i].ranges = make([]byteRange, len(ts))
 		for k, t := range ts {
 			jobs[i].ranges[k] = byteRange{base + int64(t.DataOffsets[0]), base + int64(t.DataOffsets[1])}
