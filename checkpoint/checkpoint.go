@@ -83,8 +83,9 @@ type Options struct {
 	Remote RemoteOptions
 }
 
-// Open opens the checkpoint at path: a .safetensors file (of any name), a
-// *.safetensors.index.json, a directory, a Hugging Face repo id
+// Open opens the checkpoint at path: a tensor file (a .safetensors file;
+// one of any name no registered format claims is read as safetensors), an
+// index (*.safetensors.index.json, see Layout), a directory, a Hugging Face repo id
 // "org/name[@revision]" found in the local hub cache, or a remote path
 // (https://, http://, hf://, s3://, or any scheme registered with
 // RegisterScheme; see IsRemote). A path that exists always wins over a

@@ -501,3 +501,47 @@ func TestIOErrorIsTrouble(t *testing.T) {
 		}
 	}
 }
+
+// TestShardStatus: what opening each shard found is its one Status; a file
+// with trailing bytes stays readable, one with a wrong layout shows its
+// header but not its bytes.
+func TestShardStatus(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("a", 2))
+	writeFile(t, filepath.Join(dir, "b.safetensors"), vec("b", 2))
+	writeFile(t, filepath.Join(dir, "c.safetensors"), vec("c", 2))
+	os.WriteFile(filepath.Join(dir, "d.safetensors"), []byte("not safetensors"), 0o644)
+	fh, _ := os.OpenFile(filepath.Join(dir, "b.safetensors"), os.O_APPEND|os.O_WRONLY, 0)
+	fh.Write([]byte("junk"))
+	fh.Close()
+	st, _ := os.Stat(filepath.Join(dir, "c.safetensors"))
+	os.Truncate(filepath.Join(dir, "c.safetensors"), st.Size()-1)
+	c := open(t, dir, checkpoint.Options{})
+	want := []struct {
+		status       checkpoint.ShardStatus
+		file, header bool
+		kind         safetensors.ErrorKind
+	}{
+		{checkpoint.ShardOK, true, true, 0},
+		{checkpoint.ShardTrailing, true, true, safetensors.MetadataIncompleteBuffer},
+		{checkpoint.ShardInvalid, false, true, safetensors.MetadataIncompleteBuffer},
+		{checkpoint.ShardInvalid, false, false, safetensors.HeaderTooLarge},
+	}
+	if len(c.Shards) != len(want) {
+		t.Fatalf("%d shards", len(c.Shards))
+	}
+	for i, w := range want {
+		s := c.Shards[i]
+		var fe *safetensors.FormatError
+		kind := safetensors.ErrorKind(0)
+		if errors.As(s.Err, &fe) {
+			kind = fe.Kind
+		}
+		if s.Status != w.status || (s.File != nil) != w.file || (s.Header != nil) != w.header || (s.Safetensors() != nil) != w.header || kind != w.kind {
+			t.Errorf("%s: %v file %v header %v err %v", s.Name, s.Status, s.File != nil, s.Header != nil, s.Err)
+		}
+	}
+	if c.Tensor("b") == nil || c.Tensor("c") != nil {
+		t.Error("the trailing file's tensor must be readable, the truncated one's not")
+	}
+}

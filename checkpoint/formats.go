@@ -55,6 +55,19 @@ func UnsafeName(name string) string { return unsafeName(name, IsTensorFile, tens
 // unsafeName is UnsafeName over a given set of formats, so that tests can
 // try formats that are not registered.
 func unsafeName(name string, isTensorFile func(string) bool, exts func() []string) string {
+	if reason := UnsafePath(name); reason != "" {
+		return reason
+	}
+	if !isTensorFile(name) {
+		return "is not a " + orList(exts()) + " file"
+	}
+	return ""
+}
+
+// UnsafePath says why a slash-separated path from a checkpoint's files (an
+// index entry, a folder in a repository) must not be followed, or "": it
+// must stay inside the checkpoint's directory, on every OS.
+func UnsafePath(name string) string {
 	switch {
 	case name == "":
 		return "is empty"
@@ -64,8 +77,6 @@ func unsafeName(name string, isTensorFile func(string) bool, exts func() []strin
 		return "leaves the checkpoint directory"
 	case strings.ContainsRune(name, 0):
 		return "contains a NUL byte"
-	case !isTensorFile(name):
-		return "is not a " + orList(exts()) + " file"
 	}
 	return ""
 }

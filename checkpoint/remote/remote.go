@@ -15,8 +15,8 @@ import (
 )
 
 // headerProbe is how many bytes the first request for a tensor file asks
-// for (sized for safetensors): the 8-byte header length and 100,000 bytes of header. Range
-// ends are inclusive: the request is "bytes=0-100007".
+// for, sized for safetensors: the 8-byte header length and 100,000 bytes
+// of header. Range ends are inclusive: the request is "bytes=0-100007".
 const headerProbe = 8 + 100_000
 
 // jsonProbe is how much of an index.json or config.json the first request
