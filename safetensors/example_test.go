@@ -29,15 +29,26 @@ func ExampleWriter() {
 func ExampleNewFile() {
 	var buf bytes.Buffer
 	w := safetensors.NewWriter(&buf)
-	w.Add("w", safetensors.BF16, []uint64{2, 2}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
-	w.Close()
+	if err := w.Add("w", safetensors.BF16, []uint64{2, 2}, []byte{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := w.Close(); err != nil {
+		fmt.Println(err)
+		return
+	}
 	f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	for _, t := range f.Tensors {
 		n, _ := t.NumElements()
-		data, _ := io.ReadAll(t.Open())
+		data, err := io.ReadAll(t.Open())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		fmt.Println(t.Name, t.DType, safetensors.FormatShape(t.Shape), n, "elements:", data)
 	}
 	// Output: w BF16 [2, 2] 4 elements: [1 2 3 4 5 6 7 8]
