@@ -187,8 +187,7 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
 	switch {
 	case err == nil:
-		l, _ := indexLayout(indexName)
-		c.Index, c.IndexErr = l.ParseIndex(b)
+		c.Index, c.IndexErr = layoutOf(indexName).ParseIndex(b)
 	case tooLarge(err):
 		c.IndexErr = err
 	}

@@ -545,3 +545,17 @@ func TestShardStatus(t *testing.T) {
 		t.Error("the trailing file's tensor must be readable, the truncated one's not")
 	}
 }
+
+// TestVariantIndex: a variant's index (model.safetensors.index.fp16.json)
+// is read as an index, though given as a path it would not be one.
+func TestVariantIndex(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.safetensors"), vec("x", 1))
+	writeFile(t, filepath.Join(dir, "model.fp16-00001-of-00001.safetensors"), vec("x", 2))
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.fp16.json"), []byte(`{"weight_map":{"x":"model.fp16-00001-of-00001.safetensors"}}`), 0o644)
+	c := open(t, dir, checkpoint.Options{Variant: "fp16"})
+	if c.Index == nil || c.IndexErr != nil || c.Index.Name != "model.safetensors.index.fp16.json" ||
+		!slices.Equal(shardNames(c), []string{"model.fp16-00001-of-00001.safetensors"}) || c.Shards[0].Status != checkpoint.ShardOK {
+		t.Errorf("index %+v (%v), shards %q", c.Index, c.IndexErr, shardNames(c))
+	}
+}

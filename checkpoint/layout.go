@@ -48,6 +48,21 @@ func indexLayout(name string) (Layout, bool) {
 	return nil, false
 }
 
+// layoutOf returns the layout an index file chosen from a listing or given
+// as a path is of (a variant's index need not look like one given as a
+// path: model.safetensors.index.fp16.json).
+func layoutOf(index string) Layout {
+	if l, ok := indexLayout(index); ok {
+		return l
+	}
+	for _, l := range layouts {
+		if byVariant, others := l.Indexes([]string{index}); len(byVariant)+len(others) > 0 {
+			return l
+		}
+	}
+	return HFIndex
+}
+
 type hfIndex struct{}
 
 func (hfIndex) Name() string { return "hf-index" }
