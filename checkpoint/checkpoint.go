@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +28,10 @@ const MaxShards = 4096
 // so that the files opened are the ones it names.
 const maxEarlyOpens = 512
 
-// A Checkpoint is a set of safetensors files read as one model: a single
-// file, or the shards an index names, with the config.json beside them.
+// A Checkpoint is a set of tensor files read as one model: a single file,
+// or the shards an index names, with the config.json beside them. Each
+// file is read as the registered format its name says (see IsTensorFile);
+// a file given by a name no format claims is read as safetensors.
 // Only headers are read when it is opened; tensor bytes are read on demand
 // through each Shard's File.
 type Checkpoint struct {
@@ -50,58 +51,33 @@ type Checkpoint struct {
 	// which are separate checkpoints.
 	Variant  string
 	Variants []string
-	// Index is the *.safetensors.index.json, nil when there is none.
-	Index *Index
-	// Config is config.json beside the files, nil when there is none.
-	Config *Config
+	// Index is the index file (model.safetensors.index.json), nil when
+	// there is none. When it is no usable index, IndexErr says why, Index
+	// holds only its Name and Path, and the shards are the tensor files
+	// beside it.
+	Index    *Index
+	IndexErr error
+	// Config is config.json beside the files, nil when there is none. When
+	// it is not a JSON object (or too large), ConfigErr says why and Config
+	// holds only its Name and Path.
+	Config    *Config
+	ConfigErr error
 	// PEFT is adapter_config.json beside the files, nil when there is none:
-	// the checkpoint is then a PEFT adapter of another model.
-	PEFT *PEFTConfig
+	// the checkpoint is then a PEFT adapter of another model. PEFTErr is
+	// to it what ConfigErr is to Config.
+	PEFT    *PEFTConfig
+	PEFTErr error
 	// Shards are the files of the checkpoint, sorted by name: those the index
-	// names, or without an index every *.safetensors file (or the one file).
+	// names, or without an index every tensor file (or the one file).
 	Shards []*Shard
-	// Unreferenced lists *.safetensors files beside the index that the
-	// index does not name; they are not opened.
+	// Unreferenced lists tensor files beside the index that the index does
+	// not name; they are not opened.
 	Unreferenced []string
 	// PartOf is set when a single file was opened that an index beside it
 	// names: the file is one shard of a larger checkpoint.
 	PartOf *Index
 
 	files []File
-}
-
-// A Shard is one file of a checkpoint.
-type Shard struct {
-	// Name is the file's name in the checkpoint (as the index names it,
-	// cleaned); Path is how reports name it.
-	Name, Path string
-	// File is the open file, readable: nil when the shard is missing,
-	// refused, or its header or layout is invalid. A file whose only fault
-	// is trailing bytes is readable, with Err set.
-	File *safetensors.File
-	// Err is the file's format error, a *safetensors.FormatError.
-	Err error
-	// Missing says why the shard is absent ("" when present): the index
-	// names a file that does not exist, or a symlink points at nothing.
-	Missing string
-	// Unsafe says why the index's name for it was never opened.
-	Unsafe string
-	// Version is the opened file's version when its source tells it (see
-	// Versioned): "mtime …" for a local file.
-	Version string
-}
-
-// Header is the shard's header as parsed, even when its layout is invalid;
-// nil when the header itself did not parse or the shard was not opened.
-func (s *Shard) Header() *safetensors.File {
-	if s.File != nil {
-		return s.File
-	}
-	var fe *safetensors.FormatError
-	if errors.As(s.Err, &fe) {
-		return fe.File
-	}
-	return nil
 }
 
 // Options say which checkpoint to open at a path.
@@ -117,8 +93,9 @@ type Options struct {
 	Remote RemoteOptions
 }
 
-// Open opens the checkpoint at path: a .safetensors file (of any name), a
-// *.safetensors.index.json, a directory, a Hugging Face repo id
+// Open opens the checkpoint at path: a tensor file (a .safetensors file;
+// one of any name no registered format claims is read as safetensors), an
+// index (*.safetensors.index.json, see Layout), a directory, a Hugging Face repo id
 // "org/name[@revision]" found in the local hub cache, or a remote path
 // (https://, http://, hf://, s3://, or any scheme registered with
 // RegisterScheme; see IsRemote). A path that exists always wins over a
@@ -168,8 +145,8 @@ func (c *Checkpoint) opened(err error) (*Checkpoint, error) {
 }
 
 // OpenSource opens the checkpoint named name in src: "" for the source's
-// root read as a directory, a *.index.json for an index and its shards,
-// else one safetensors file. It is Open for sources other than local paths.
+// root read as a directory, an index (a *.index.json, see Layout) for the
+// index and its shards, else one tensor file. It is Open for sources other than local paths.
 func OpenSource(ctx context.Context, src Source, name string, opt Options) (*Checkpoint, error) {
 	c := &Checkpoint{Path: src.Path(name), Source: src}
 	if name == "" {
@@ -190,7 +167,7 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		if indexName, names, err = c.chooseFiles(ctx, opt.Variant, opt.AnyVariant); err != nil {
 			return err
 		}
-	case strings.HasSuffix(name, ".index.json"):
+	case IsIndex(name):
 		indexName = name
 	default:
 		names = []string{name}
@@ -225,11 +202,14 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		earlyDone <- errNotOpenedEarly
 	}
 	b, err := readSmall(ctx, c.Source, indexName, maxJSONFile)
-	if err == nil || tooLarge(err) {
-		c.Index = ParseIndex(b)
-		if err != nil {
-			c.Index = &Index{Err: err}
-		}
+	switch {
+	case err == nil:
+		c.Index, c.IndexErr = layoutOf(indexName).ParseIndex(b)
+	case tooLarge(err):
+		c.IndexErr = err
+	}
+	if c.IndexErr != nil {
+		c.Index = &Index{}
 	}
 	earlyErr := <-earlyDone
 	if err != nil && !tooLarge(err) {
@@ -237,7 +217,7 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 		return pathError(c.Source.Path(indexName), err)
 	}
 	c.Index.Name, c.Index.Path = indexName, c.Source.Path(indexName)
-	if c.Index.Err != nil {
+	if c.IndexErr != nil {
 		// Fall back to the folder's files of this variant.
 		if errors.Is(earlyErr, errNotOpenedEarly) {
 			if err := c.tooManyShards(len(inDir), "*.safetensors files and an index that cannot be read"); err != nil {
@@ -290,8 +270,8 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 			early.files[j] = nil
 			// Found through the index after all: a missing file is one
 			// the index names.
-			if c.Shards[i].Missing != "" {
-				c.Shards[i].Missing = c.missingReason(n, false)
+			if s := c.Shards[i]; s.Status == ShardMissing || s.Status == ShardDangling {
+				s.Status, s.Reason = c.missingReason(n, false)
 			}
 			continue
 		}
@@ -314,26 +294,8 @@ func (c *Checkpoint) tooManyShards(n int, what string) error {
 	return fmt.Errorf("%s: %d %s, more than the %d shards ckptcheck opens", c.Path, n, what, MaxShards)
 }
 
-// variantShard and variantIndex match transformers' variant file names:
-// model.fp16.safetensors, model.fp16-00001-of-00002.safetensors,
-// model.safetensors.index.fp16.json.
-var (
-	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?\.safetensors$`)
-	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.safetensors\.index\.([A-Za-z0-9_]+)\.json$`)
-)
-
-func variantOf(name string) string {
-	if m := variantShard.FindStringSubmatch(name); m != nil {
-		return m[2]
-	}
-	if m := variantIndex.FindStringSubmatch(name); m != nil {
-		return m[2]
-	}
-	return ""
-}
-
-// listShards lists the *.safetensors files of a variant in the source, and
-// the variants present.
+// listShards lists the tensor files of a variant in the source, and the
+// variants present.
 func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, names []string, err error) {
 	entries, err := c.Source.List(ctx)
 	if err != nil {
@@ -344,10 +306,10 @@ func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, 
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name, ".safetensors") {
+		if !IsTensorFile(e.Name) {
 			continue
 		}
-		v := variantOf(e.Name)
+		v := shardVariant(e.Name)
 		if !seen[v] {
 			seen[v] = true
 			variants = append(variants, v)
@@ -368,18 +330,7 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 	if err != nil {
 		return "", nil, pathError(c.Source.Path("."), err)
 	}
-	indexes := map[string]string{} // variant -> index name
-	var otherIndexes []string
-	for _, e := range entries {
-		switch {
-		case variantIndex.MatchString(e.Name):
-			indexes[variantOf(e.Name)] = e.Name
-		case e.Name == "model.safetensors.index.json" || e.Name == "diffusion_pytorch_model.safetensors.index.json":
-			indexes[""] = e.Name
-		case strings.HasSuffix(e.Name, ".safetensors.index.json"):
-			otherIndexes = append(otherIndexes, e.Name)
-		}
-	}
+	indexes, otherIndexes := listIndexes(entries) // variant -> index name
 	variants, _, err := c.listShards(ctx, variant)
 	if err != nil {
 		return "", nil, err
@@ -417,7 +368,7 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 		return "", nil, err
 	}
 	if len(names) == 0 {
-		return "", nil, fmt.Errorf("%s: no *.safetensors files and no index", c.Path)
+		return "", nil, fmt.Errorf("%s: no %s files and no index", c.Path, orList(globs(tensorExts())))
 	}
 	return "", names, nil
 }
@@ -440,18 +391,23 @@ func (c *Checkpoint) indexNaming(ctx context.Context, name string) *Index {
 	if err != nil {
 		return nil
 	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name, ".index.json") || !strings.Contains(e.Name, ".safetensors.index") {
-			continue
+	for _, l := range layouts {
+		byVariant, others := l.Indexes(entryNames(entries))
+		plain, ok := byVariant[""]
+		if ok {
+			others = append(others, plain)
 		}
-		b, err := readSmall(ctx, c.Source, e.Name, maxJSONFile)
-		if err != nil {
-			continue
-		}
-		idx := ParseIndex(b)
-		if idx.Err == nil && slices.Contains(idx.ShardNames(), name) {
-			idx.Name, idx.Path = e.Name, c.Source.Path(e.Name)
-			return idx
+		slices.Sort(others)
+		for _, n := range others {
+			b, err := readSmall(ctx, c.Source, n, maxJSONFile)
+			if err != nil {
+				continue
+			}
+			idx, err := l.ParseIndex(b)
+			if err == nil && slices.Contains(idx.ShardNames(), name) {
+				idx.Name, idx.Path = n, c.Source.Path(n)
+				return idx
+			}
 		}
 	}
 	return nil
@@ -463,11 +419,14 @@ func (c *Checkpoint) readConfig(ctx context.Context) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil && tooLarge(err):
-		c.Config = &Config{Err: err}
+		c.ConfigErr = err
 	case err != nil:
 		return pathError(c.Source.Path("config.json"), err)
 	default:
-		c.Config = ParseConfig(b)
+		c.Config, c.ConfigErr = ParseConfig(b)
+	}
+	if c.ConfigErr != nil {
+		c.Config = &Config{}
 	}
 	c.Config.Name, c.Config.Path = "config.json", c.Source.Path("config.json")
 	return nil
@@ -492,7 +451,7 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 		s := &Shard{Name: name, Path: c.Source.Path(name)}
 		c.Shards[i] = s
 		if reason := UnsafeName(name); reason != "" && c.Index != nil {
-			s.Unsafe, s.Path = reason, name
+			s.Status, s.Reason, s.Path = ShardUnsafe, reason, name
 			continue
 		}
 		if ctx.Err() != nil {
@@ -505,7 +464,7 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 			f, err := c.Source.Open(ctx, name)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				s.Missing = c.missingReason(name, listed)
+				s.Status, s.Reason = c.missingReason(name, listed)
 				return
 			case err != nil:
 				errs[i] = pathError(s.Path, err)
@@ -515,12 +474,8 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 			if v, ok := f.(Versioned); ok {
 				s.Version = v.Version()
 			}
-			s.File, s.Err = safetensors.NewFile(f, f.Size())
-			var fe *safetensors.FormatError
-			if errors.As(s.Err, &fe) && fe.Trailing() {
-				s.File = fe.File
-			} else if s.Err != nil && !errors.As(s.Err, &fe) {
-				errs[i] = pathError(s.Path, s.Err) // an I/O error reading the header
+			if err := s.readHeader(f, f.Size()); err != nil {
+				errs[i] = pathError(s.Path, err) // an I/O error reading the header
 			}
 		}()
 	}
@@ -535,20 +490,21 @@ func (c *Checkpoint) openShards(ctx context.Context, names []string, listed bool
 	return err
 }
 
-func (c *Checkpoint) missingReason(name string, listed bool) string {
+// missingReason says why a file that could not be opened is not there.
+func (c *Checkpoint) missingReason(name string, listed bool) (ShardStatus, string) {
 	dangling := false
 	if _, err := os.Lstat(c.Source.Path(name)); err == nil {
 		dangling = true
 	}
 	switch {
 	case dangling && inHubCache(c.Source.Path(name)):
-		return "a symlink in the hub cache that points at no blob: an interrupted download (re-run the download)"
+		return ShardDangling, "a symlink in the hub cache that points at no blob: an interrupted download (re-run the download)"
 	case dangling:
-		return "a symlink that points at nothing"
+		return ShardDangling, "a symlink that points at nothing"
 	case listed:
-		return "the file disappeared while it was opened"
+		return ShardMissing, "the file disappeared while it was opened"
 	}
-	return "the index names it, but there is no such file"
+	return ShardMissing, "the index names it, but there is no such file"
 }
 
 // pathError is one line naming the path and the cause.
@@ -602,18 +558,19 @@ func (c *Checkpoint) Unchanged() error {
 func (c *Checkpoint) NumTensors() int {
 	n := 0
 	for _, s := range c.Shards {
-		if h := s.Header(); h != nil {
-			n += len(h.Tensors)
+		if s.Header != nil {
+			n += s.Header.NumTensors()
 		}
 	}
 	return n
 }
 
-// Tensor finds a readable tensor in the first shard that has it.
+// Tensor finds a readable safetensors tensor in the first shard that has
+// it.
 func (c *Checkpoint) Tensor(name string) *safetensors.Tensor {
 	for _, s := range c.Shards {
-		if s.File != nil {
-			if t := s.File.Tensor(name); t != nil {
+		if f, ok := s.File.(*safetensors.File); ok {
+			if t := f.Tensor(name); t != nil {
 				return t
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +50,7 @@ func TestOpenForms(t *testing.T) {
 
 	for _, p := range []string{dir, filepath.Join(dir, "model.safetensors.index.json")} {
 		c := open(t, p, checkpoint.Options{})
-		if c.Index == nil || c.Index.Err != nil || c.Index.TotalSize == nil || *c.Index.TotalSize != 20 {
+		if c.Index == nil || c.IndexErr != nil || c.Index.TotalSize == nil || *c.Index.TotalSize != 20 {
 			t.Errorf("%s: index %+v", p, c.Index)
 		}
 		if c.Config == nil || c.Config.ModelType != "qwen3" || c.Config.TieWordEmbeddings == nil || !*c.Config.TieWordEmbeddings || c.Config.VocabSize != 7 || c.Config.DType != "bfloat16" {
@@ -89,7 +88,7 @@ func TestAnyFileNameWhenNamedDirectly(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "model.st"), vec("x", 1))
 	c := open(t, filepath.Join(dir, "model.st"), checkpoint.Options{})
-	if len(c.Shards) != 1 || c.Shards[0].File == nil || c.Shards[0].Unsafe != "" {
+	if len(c.Shards) != 1 || c.Shards[0].File == nil || c.Shards[0].Status != checkpoint.ShardOK {
 		t.Errorf("shards = %+v, want model.st opened", c.Shards)
 	}
 }
@@ -128,9 +127,9 @@ func TestMissingShards(t *testing.T) {
 	var opened, missing, unsafe []string
 	for _, s := range c.Shards {
 		switch {
-		case s.Missing != "":
+		case s.Status == checkpoint.ShardMissing:
 			missing = append(missing, s.Name)
-		case s.Unsafe != "":
+		case s.Status == checkpoint.ShardUnsafe:
 			unsafe = append(unsafe, s.Name)
 		case s.File != nil:
 			opened = append(opened, s.Name)
@@ -148,7 +147,7 @@ func TestMissingShards(t *testing.T) {
 		t.Skip(err)
 	}
 	c = open(t, dir, checkpoint.Options{})
-	if len(c.Shards) != 2 || c.Shards[0].Missing != "" || c.Shards[1].Name != "b.safetensors" || c.Shards[1].Missing == "" {
+	if len(c.Shards) != 2 || c.Shards[0].Status != checkpoint.ShardOK || c.Shards[1].Name != "b.safetensors" || c.Shards[1].Status != checkpoint.ShardDangling || c.Shards[1].Reason == "" {
 		t.Errorf("dangling symlink: %+v", c.Shards)
 	}
 }
@@ -170,7 +169,7 @@ func TestOpenHubCache(t *testing.T) {
 	}
 	for _, id := range []string{"org/tiny", "org/tiny@main", "org/tiny@c0ffee00", "org/tiny@c0ff", "gpt2"} {
 		c := open(t, id, checkpoint.Options{})
-		if c.Hub == nil || c.Hub.Commit != "c0ffee00" || c.NumTensors() != 1 || c.Shards[0].Err != nil {
+		if c.Hub == nil || c.Hub.Commit != "c0ffee00" || c.NumTensors() != 1 || c.Shards[0].Status != checkpoint.ShardOK {
 			t.Errorf("%s: hub %+v, %d tensors", id, c.Hub, c.NumTensors())
 		}
 	}
@@ -199,7 +198,7 @@ func TestOpenHubCache(t *testing.T) {
 	c := open(t, "org/tiny", checkpoint.Options{})
 	found := false
 	for _, s := range c.Shards {
-		found = found || strings.Contains(s.Missing, "re-run the download")
+		found = found || s.Status == checkpoint.ShardDangling && strings.Contains(s.Reason, "re-run the download")
 	}
 	if !found {
 		t.Errorf("no interrupted download reported: %+v", c.Shards)
@@ -257,9 +256,12 @@ func TestParseIndex(t *testing.T) {
 		{`[]`, false, -1, nil},
 	}
 	for _, tt := range tests {
-		idx := checkpoint.ParseIndex([]byte(tt.in))
-		if (idx.Err == nil) != tt.valid {
-			t.Errorf("%s: err %v, want valid=%v", tt.in, idx.Err, tt.valid)
+		idx, err := checkpoint.ParseIndex([]byte(tt.in))
+		if (err == nil) != tt.valid || (err == nil) != (idx != nil) {
+			t.Errorf("%s: %v, err %v, want valid=%v", tt.in, idx, err, tt.valid)
+		}
+		if idx == nil {
+			idx = &checkpoint.Index{}
 		}
 		if (idx.TotalSize == nil) != (tt.total < 0) || (idx.TotalSize != nil && *idx.TotalSize != uint64(tt.total)) {
 			t.Errorf("%s: total_size %v, want %d", tt.in, idx.TotalSize, tt.total)
@@ -273,12 +275,15 @@ func TestParseIndex(t *testing.T) {
 func FuzzParseIndex(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"total_size":8},"weight_map":{"a":"x.safetensors","b":"./x.safetensors"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		idx := checkpoint.ParseIndex(b)
-		if idx.Err == nil && idx.WeightMap == nil {
+		idx, err := checkpoint.ParseIndex(b)
+		if err == nil && idx.WeightMap == nil {
 			t.Fatal("valid index without a weight map")
 		}
-		if idx.Err != nil && idx.WeightMap != nil {
-			t.Fatal("invalid index with a weight map")
+		if err != nil {
+			if idx != nil {
+				t.Fatal("an error with an index")
+			}
+			return
 		}
 		names := idx.ShardNames()
 		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
@@ -325,15 +330,19 @@ func TestParseConfig(t *testing.T) {
 		}, 0},
 	}
 	for _, tt := range tests {
-		c := checkpoint.ParseConfig([]byte(tt.in))
-		if c.Err != nil || !tt.check(c) || len(c.Problems) != tt.problems {
+		c, err := checkpoint.ParseConfig([]byte(tt.in))
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if !tt.check(c) || len(c.Problems) != tt.problems {
 			t.Errorf("%s: %+v (problems %q)", tt.in, c, c.Problems)
 		}
 	}
 	for _, in := range []string{`[]`, `"x"`, `{`, ``} {
-		c := checkpoint.ParseConfig([]byte(in))
-		if c.Err == nil || strings.Contains(c.Err.Error(), "Go ") {
-			t.Errorf("%q: err = %v", in, c.Err)
+		c, err := checkpoint.ParseConfig([]byte(in))
+		if c != nil || err == nil || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%q: %v, err = %v", in, c, err)
 		}
 	}
 }
@@ -350,13 +359,13 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"head_dim":0,"hidden_size":64,"num_attention_heads":4}`))
 	f.Add([]byte(`{"num_key_value_heads":null,"num_attention_heads":4,"text_config":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c := checkpoint.ParseConfig(b)
-		if c.Err != nil {
-			if !reflect.DeepEqual(*c, checkpoint.Config{Err: c.Err}) {
+		c, err := checkpoint.ParseConfig(b)
+		if err != nil {
+			if c != nil {
 				t.Fatalf("a config that is no JSON object carries values: %+v", c)
 			}
-			if strings.Contains(c.Err.Error(), "Go ") {
-				t.Fatalf("Go internals in %q", c.Err)
+			if strings.Contains(err.Error(), "Go ") {
+				t.Fatalf("Go internals in %q", err)
 			}
 			return
 		}
@@ -490,5 +499,63 @@ func TestIOErrorIsTrouble(t *testing.T) {
 		if c != nil || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), filepath.Join(dir, "model.safetensors")) {
 			t.Errorf("%q: checkpoint %v, err %v; want nil and an I/O error naming the file", name, c, err)
 		}
+	}
+}
+
+// TestShardStatus: what opening each shard found is its one Status; a file
+// with trailing bytes stays readable, one with a wrong layout shows its
+// header but not its bytes.
+func TestShardStatus(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), vec("a", 2))
+	writeFile(t, filepath.Join(dir, "b.safetensors"), vec("b", 2))
+	writeFile(t, filepath.Join(dir, "c.safetensors"), vec("c", 2))
+	os.WriteFile(filepath.Join(dir, "d.safetensors"), []byte("not safetensors"), 0o644)
+	fh, _ := os.OpenFile(filepath.Join(dir, "b.safetensors"), os.O_APPEND|os.O_WRONLY, 0)
+	fh.Write([]byte("junk"))
+	fh.Close()
+	st, _ := os.Stat(filepath.Join(dir, "c.safetensors"))
+	os.Truncate(filepath.Join(dir, "c.safetensors"), st.Size()-1)
+	c := open(t, dir, checkpoint.Options{})
+	want := []struct {
+		status       checkpoint.ShardStatus
+		file, header bool
+		kind         safetensors.ErrorKind
+	}{
+		{checkpoint.ShardOK, true, true, 0},
+		{checkpoint.ShardTrailing, true, true, safetensors.MetadataIncompleteBuffer},
+		{checkpoint.ShardInvalid, false, true, safetensors.MetadataIncompleteBuffer},
+		{checkpoint.ShardInvalid, false, false, safetensors.HeaderTooLarge},
+	}
+	if len(c.Shards) != len(want) {
+		t.Fatalf("%d shards", len(c.Shards))
+	}
+	for i, w := range want {
+		s := c.Shards[i]
+		var fe *safetensors.FormatError
+		kind := safetensors.ErrorKind(0)
+		if errors.As(s.Err, &fe) {
+			kind = fe.Kind
+		}
+		if s.Status != w.status || (s.File != nil) != w.file || (s.Header != nil) != w.header || (s.Safetensors() != nil) != w.header || kind != w.kind {
+			t.Errorf("%s: %v file %v header %v err %v", s.Name, s.Status, s.File != nil, s.Header != nil, s.Err)
+		}
+	}
+	if c.Tensor("b") == nil || c.Tensor("c") != nil {
+		t.Error("the trailing file's tensor must be readable, the truncated one's not")
+	}
+}
+
+// TestVariantIndex: a variant's index (model.safetensors.index.fp16.json)
+// is read as an index, though given as a path it would not be one.
+func TestVariantIndex(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.safetensors"), vec("x", 1))
+	writeFile(t, filepath.Join(dir, "model.fp16-00001-of-00001.safetensors"), vec("x", 2))
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.fp16.json"), []byte(`{"weight_map":{"x":"model.fp16-00001-of-00001.safetensors"}}`), 0o644)
+	c := open(t, dir, checkpoint.Options{Variant: "fp16"})
+	if c.Index == nil || c.IndexErr != nil || c.Index.Name != "model.safetensors.index.fp16.json" ||
+		!slices.Equal(shardNames(c), []string{"model.fp16-00001-of-00001.safetensors"}) || c.Shards[0].Status != checkpoint.ShardOK {
+		t.Errorf("index %+v (%v), shards %q", c.Index, c.IndexErr, shardNames(c))
 	}
 }

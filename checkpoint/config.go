@@ -47,22 +47,19 @@ type Config struct {
 	// Problems names fields of the wrong type ("vocab_size is a string"),
 	// which are otherwise ignored.
 	Problems []string
-	// Err is set when config.json exists but is not a JSON object.
-	Err error
 }
 
 // maxConfigInt bounds the integers adapter expressions see, so that their
 // arithmetic cannot overflow on a hostile config.
 const maxConfigInt = math.MaxInt64
 
-// ParseConfig parses config.json's bytes. Problems are recorded on the
-// Config, not returned.
-func ParseConfig(b []byte) *Config {
+// ParseConfig parses config.json's bytes. Bytes that are not a JSON
+// object are an error, and the Config nil; fields of the wrong type are
+// not: they are named in the Config's Problems.
+func ParseConfig(b []byte) (*Config, error) {
 	c := &Config{}
 	if err := json.Unmarshal(b, &c.Fields); err != nil || c.Fields == nil {
-		c.Fields = nil
-		c.Err = notObject(b, err)
-		return c
+		return nil, notObject(b, err)
 	}
 	// Multimodal configs nest the language model's fields in text_config.
 	var text map[string]json.RawMessage
@@ -143,7 +140,7 @@ func ParseConfig(b []byte) *Config {
 		}
 	}
 	slices.Sort(c.Problems)
-	return c
+	return c, nil
 }
 
 // notObject says why config.json is not a JSON object, without Go's type

@@ -1,6 +1,15 @@
-// Package checkpoint opens Hugging Face checkpoints: the safetensors files
-// a model is stored as, the *.safetensors.index.json that says which file
+// Package checkpoint opens Hugging Face checkpoints: the tensor files a
+// model is stored as, the *.safetensors.index.json that says which file
 // holds each tensor, and the config.json beside them.
+//
+// Which files hold tensors is the tensorfile registry's to say: a file is
+// read as the registered format its name claims (IsTensorFile;
+// safetensors is the one there is), and an index's entries must be files
+// of a registered format (UnsafeName). How a checkpoint spreads over
+// several files is a Layout: Hugging Face's index over shards (HFIndex)
+// today. What opening a shard found is its ShardStatus; its File is the
+// format-neutral tensorfile.File, and Shard.Safetensors gives the
+// safetensors specifics.
 //
 // A Checkpoint is what users point a tool at: a single .safetensors file, an
 // index with its shards, a directory, a repo id found in the local hub

@@ -32,9 +32,47 @@ func ExampleTieDefaultOf() {
 }
 
 func ExampleParsePEFTConfig() {
-	p := checkpoint.ParsePEFTConfig([]byte(`{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 16}`))
-	fmt.Println(p.PEFTType, p.BaseModel, p.Rank, p.Err)
-	// Output: LORA Qwen/Qwen3-0.6B 16 <nil>
+	p, err := checkpoint.ParsePEFTConfig([]byte(`{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 16}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(p.PEFTType, p.BaseModel, p.Rank)
+	_, err = checkpoint.ParsePEFTConfig([]byte(`["LORA"]`))
+	fmt.Println(err)
+	// Output:
+	// LORA Qwen/Qwen3-0.6B 16
+	// a JSON an array, not an object
+}
+
+func ExampleParseIndex() {
+	idx, err := checkpoint.ParseIndex([]byte(`{"metadata": {"total_size": 24},
+		"weight_map": {"embed.weight": "model-00001-of-00002.safetensors", "lm_head.weight": "./model-00002-of-00002.safetensors"}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(*idx.TotalSize, idx.ShardNames())
+	shard, _ := idx.ShardOf("lm_head.weight")
+	fmt.Println(shard)
+	_, err = checkpoint.ParseIndex([]byte(`{"metadata": {}}`))
+	fmt.Println(err)
+	// Output:
+	// 24 [model-00001-of-00002.safetensors model-00002-of-00002.safetensors]
+	// model-00002-of-00002.safetensors
+	// no weight_map object
+}
+
+// Index entries must be tensor files inside the checkpoint's folder.
+func ExampleUnsafeName() {
+	for _, name := range []string{"model-00001-of-00002.safetensors", "../secrets.safetensors", `C:\model.safetensors`, "weights.txt"} {
+		fmt.Printf("%q %q\n", name, checkpoint.UnsafeName(name))
+	}
+	// Output:
+	// "model-00001-of-00002.safetensors" ""
+	// "../secrets.safetensors" "leaves the checkpoint directory"
+	// "C:\\model.safetensors" "is an absolute path"
+	// "weights.txt" "is not a .safetensors file"
 }
 
 // Remote paths are told by their scheme, whether or not a source for it is

@@ -338,7 +338,7 @@ func (c *Checkpoint) Files(ctx context.Context) ([]FileInfo, error) {
 		return nil
 	}
 	for _, s := range c.Shards {
-		if s.Missing == "" && s.Unsafe == "" {
+		if !s.Status.Absent() {
 			if err := add(s.Name); err != nil {
 				return nil, err
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/ckptcheck/ckptcheck/internal/strictjson"
 )
 
-// An Index is a parsed *.safetensors.index.json: which shard holds each
-// tensor.
+// An Index is a parsed index file (model.safetensors.index.json, see
+// HFIndex): which shard holds each tensor.
 type Index struct {
 	// Name is the index file's name in the checkpoint, Path how reports name it.
 	Name, Path string
@@ -21,10 +21,6 @@ type Index struct {
 	// WeightMap maps tensor names to shard names, cleaned: "./a.safetensors"
 	// is "a.safetensors", so that one file named two ways is one shard.
 	WeightMap map[string]string
-	// Err says why the file is not a usable index (not JSON, no weight_map,
-	// a value that is not a string); the checkpoint then falls back to the
-	// *.safetensors files beside it.
-	Err error
 }
 
 // ShardNames lists the distinct shard names the index maps to, sorted.
@@ -61,36 +57,15 @@ func cleanName(name string) string {
 	return c
 }
 
-// UnsafeName says why a shard name from an index must not be opened, or "":
-// it must name a .safetensors file inside the checkpoint's directory.
-func UnsafeName(name string) string {
-	switch {
-	case name == "":
-		return "is empty"
-	case strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) || (len(name) > 1 && name[1] == ':'):
-		return "is an absolute path"
-	case slices.Contains(strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }), ".."):
-		return "leaves the checkpoint directory"
-	case strings.ContainsRune(name, 0):
-		return "contains a NUL byte"
-	case !strings.HasSuffix(name, ".safetensors"):
-		return "is not a .safetensors file"
-	}
-	return ""
-}
-
-// ParseIndex parses an index file's bytes. Problems are recorded in the
-// Index's Err, not returned: a checkpoint with a broken index is still
-// checked, through the files beside it.
-func ParseIndex(b []byte) *Index {
-	idx := &Index{}
+// ParseIndex parses a Hugging Face index file's bytes. An error says why
+// they are no usable index (not JSON, no weight_map, a value that is not a
+// string); the Index is then nil.
+func ParseIndex(b []byte) (*Index, error) {
 	wm, total, err := parseIndexJSON(b)
 	if err != nil {
-		idx.Err = err
-		return idx
+		return nil, err
 	}
-	idx.WeightMap, idx.TotalSize = wm, total
-	return idx
+	return &Index{WeightMap: wm, TotalSize: total}, nil
 }
 
 // parseIndexJSON reads an index.json: an object whose "weight_map" maps

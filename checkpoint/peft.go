@@ -20,18 +20,16 @@ type PEFTConfig struct {
 	PEFTType, BaseModel string
 	// Rank is r, the LoRA rank, 0 when absent or not a positive integer.
 	Rank uint64
-	// Err is set when the file exists but is not a JSON object.
-	Err error
 }
 
-// ParsePEFTConfig parses adapter_config.json's bytes. Fields of the wrong
+// ParsePEFTConfig parses adapter_config.json's bytes. Bytes that are not a
+// JSON object are an error, and the PEFTConfig nil; fields of the wrong
 // type are left at their zero values.
-func ParsePEFTConfig(b []byte) *PEFTConfig {
+func ParsePEFTConfig(b []byte) (*PEFTConfig, error) {
 	p := &PEFTConfig{}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
-		p.Err = notObject(b, err)
-		return p
+		return nil, notObject(b, err)
 	}
 	str := func(key string, dst *string) {
 		if v, ok := fields[key]; ok {
@@ -43,7 +41,7 @@ func ParsePEFTConfig(b []byte) *PEFTConfig {
 	if v, ok := fields["r"]; ok {
 		_ = json.Unmarshal(v, &p.Rank)
 	}
-	return p
+	return p, nil
 }
 
 // readPEFTConfig reads adapter_config.json beside the files, if any.
@@ -54,11 +52,14 @@ func (c *Checkpoint) readPEFTConfig(ctx context.Context) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil && tooLarge(err):
-		c.PEFT = &PEFTConfig{Err: err}
+		c.PEFTErr = err
 	case err != nil:
 		return pathError(c.Source.Path(name), err)
 	default:
-		c.PEFT = ParsePEFTConfig(b)
+		c.PEFT, c.PEFTErr = ParsePEFTConfig(b)
+	}
+	if c.PEFTErr != nil {
+		c.PEFT = &PEFTConfig{}
 	}
 	c.PEFT.Name, c.PEFT.Path = name, c.Source.Path(name)
 	return nil

@@ -19,7 +19,7 @@ func TestPEFTConfig(t *testing.T) {
 	         "target_modules": ["q_proj", "v_proj"], "revision": null}`
 	os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(cfg), 0o644)
 	c := open(t, dir, checkpoint.Options{})
-	if p := c.PEFT; p == nil || p.Err != nil || p.PEFTType != "LORA" || p.BaseModel != "Qwen/Qwen3-0.6B" || p.Rank != 8 ||
+	if p := c.PEFT; p == nil || c.PEFTErr != nil || p.PEFTType != "LORA" || p.BaseModel != "Qwen/Qwen3-0.6B" || p.Rank != 8 ||
 		p.Path != filepath.Join(dir, "adapter_config.json") {
 		t.Errorf("PEFT = %+v", p)
 	}
@@ -42,12 +42,16 @@ func TestParsePEFTConfig(t *testing.T) {
 		{`{`, checkpoint.PEFTConfig{}, true},
 	}
 	for _, tt := range tests {
-		p := checkpoint.ParsePEFTConfig([]byte(tt.in))
-		if (p.Err != nil) != tt.err || p.PEFTType != tt.want.PEFTType || p.BaseModel != tt.want.BaseModel || p.Rank != tt.want.Rank {
-			t.Errorf("%s: %+v", tt.in, p)
+		p, err := checkpoint.ParsePEFTConfig([]byte(tt.in))
+		if (err != nil) != tt.err || (err == nil) != (p != nil) {
+			t.Errorf("%s: %+v, %v", tt.in, p, err)
+			continue
 		}
-		if p.Err != nil && strings.Contains(p.Err.Error(), "Go ") {
-			t.Errorf("%s: error names Go types: %v", tt.in, p.Err)
+		if err != nil && strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%s: error names Go types: %v", tt.in, err)
+		}
+		if p != nil && (p.PEFTType != tt.want.PEFTType || p.BaseModel != tt.want.BaseModel || p.Rank != tt.want.Rank) {
+			t.Errorf("%s: %+v", tt.in, p)
 		}
 	}
 }
@@ -56,9 +60,9 @@ func FuzzParsePEFTConfig(f *testing.F) {
 	f.Add([]byte(`{"peft_type":"LORA","base_model_name_or_path":"org/base","r":8}`))
 	f.Add([]byte(`{"r":18446744073709551616}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := checkpoint.ParsePEFTConfig(b)
-		if p == nil {
-			t.Fatal("nil config")
+		p, err := checkpoint.ParsePEFTConfig(b)
+		if (p == nil) == (err == nil) {
+			t.Fatalf("config %+v with error %v: want exactly one", p, err)
 		}
 	})
 }

@@ -110,7 +110,7 @@ func Build(ctx context.Context, c *checkpoint.Checkpoint, files []checkpoint.Fil
 			continue
 		}
 		m.Files[i].Kind = KindShard
-		h := s.Header()
+		h := s.Safetensors()
 		if h == nil {
 			continue
 		}
@@ -122,7 +122,7 @@ func Build(ctx context.Context, c *checkpoint.Checkpoint, files []checkpoint.Fil
 			continue
 		}
 		slices.SortFunc(ts, func(a, b *safetensors.Tensor) int { return cmp.Compare(a.DataOffsets[0], b.DataOffsets[0]) })
-		base := s.File.DataOffset()
+		base := h.DataOffset()
 		jobs[i].Ranges = make([]filehash.Range, len(ts))
 		for k, t := range ts {
 			jobs[i].Ranges[k] = filehash.Range{Start: base + int64(t.DataOffsets[0]), End: base + int64(t.DataOffsets[1])}

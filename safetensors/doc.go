@@ -9,8 +9,12 @@
 // an allocation beyond the header itself, which is at most MaxHeaderSize
 // bytes and never more than the file holds.
 //
-// Like debug/elf, NewFile reads from any io.ReaderAt and Open is the
-// convenience for a named file; a Writer writes files in the official
+// Like debug/elf, NewFile reads from any io.ReaderAt, returns a nil *File
+// whenever it returns an error, and Open is the convenience for a named
+// file. ReadHeader is for tools that report on damaged files: it returns
+// the header of a file whose layout is wrong, with CheckLayout saying what
+// is wrong and Trailing counting bytes after the last tensor (a file the
+// reference refuses whose tensors are whole). A Writer writes files in the official
 // writer's layout. The package knows the format only: indexes, configs and
 // where files come from are package checkpoint's.
 package safetensors

@@ -56,10 +56,6 @@ type FormatError struct {
 	Offset int64  // byte offset in the file, or -1 when it does not apply
 	Tensor string // tensor the error is about, if any
 	Msg    string
-	// File is the file as its header describes it, when the header parsed
-	// and only the layout is wrong (offsets, sizes, the file's length).
-	// Its tensors may be read only when Trailing reports true.
-	File *File
 }
 
 func (e *FormatError) Error() string {
@@ -74,19 +70,6 @@ func (e *FormatError) Error() string {
 		s += fmt.Sprintf(" (at byte %d)", e.Offset)
 	}
 	return s
-}
-
-// Trailing reports whether the only fault is bytes after the last tensor:
-// every tensor's bytes are then inside the file, and File can read them.
-func (e *FormatError) Trailing() bool {
-	if e.Kind != MetadataIncompleteBuffer || e.File == nil {
-		return false
-	}
-	var end uint64
-	for _, t := range e.File.Tensors {
-		end = max(end, t.DataOffsets[1])
-	}
-	return end < uint64(e.File.Size-e.File.DataOffset())
 }
 
 func formatErr(kind ErrorKind, off int64, tensor, format string, args ...any) *FormatError {

@@ -29,15 +29,26 @@ func ExampleWriter() {
 func ExampleNewFile() {
 	var buf bytes.Buffer
 	w := safetensors.NewWriter(&buf)
-	w.Add("w", safetensors.BF16, []uint64{2, 2}, []byte{1, 2, 3, 4, 5, 6, 7, 8})
-	w.Close()
+	if err := w.Add("w", safetensors.BF16, []uint64{2, 2}, []byte{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := w.Close(); err != nil {
+		fmt.Println(err)
+		return
+	}
 	f, err := safetensors.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	for _, t := range f.Tensors {
 		n, _ := t.NumElements()
-		data, _ := io.ReadAll(t.Open())
+		data, err := io.ReadAll(t.Open())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 		fmt.Println(t.Name, t.DType, safetensors.FormatShape(t.Shape), n, "elements:", data)
 	}
 	// Output: w BF16 [2, 2] 4 elements: [1 2 3 4 5 6 7 8]
@@ -51,7 +62,47 @@ func ExampleFormatError() {
 	f, err := safetensors.NewFile(bytes.NewReader(file), int64(len(file)))
 	var fe *safetensors.FormatError
 	if errors.As(err, &fe) {
-		fmt.Println(f == nil, fe.Kind, len(fe.File.Tensors), fe.Trailing())
+		fmt.Println(f == nil, fe.Kind)
 	}
-	// Output: true metadata_incomplete_buffer 1 false
+	// ReadHeader still shows what the header describes.
+	h, err := safetensors.ReadHeader(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(h.Tensors), h.CheckLayout() != nil, h.Trailing())
+	// Output:
+	// true metadata_incomplete_buffer
+	// 1 true 0
+}
+
+// A file with bytes after its last tensor is refused by the reference, but
+// every tensor in it is whole: ReadHeader opens it, and Trailing counts the
+// extra bytes.
+func ExampleFile_Trailing() {
+	var buf bytes.Buffer
+	w := safetensors.NewWriter(&buf)
+	if err := w.Add("bias", safetensors.U8, []uint64{4}, []byte{1, 2, 3, 4}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := w.Close(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	buf.WriteString("junk")
+	r := bytes.NewReader(buf.Bytes())
+	if _, err := safetensors.NewFile(r, r.Size()); err != nil {
+		fmt.Println("NewFile:", err)
+	}
+	f, err := safetensors.ReadHeader(r, r.Size())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	data, err := io.ReadAll(f.Tensor("bias").Open())
+	fmt.Println(f.Trailing(), data, err)
+	// Output:
+	// NewFile: metadata_incomplete_buffer: tensors end at data byte 4 but the file has 8 data bytes (4 bytes trailing)
+	// 4 [1 2 3 4] <nil>
 }

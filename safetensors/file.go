@@ -68,9 +68,10 @@ type File struct {
 	// like the reference, Tensors keeps the last entry of each.
 	Duplicates []string
 
-	r      io.ReaderAt
-	closer io.Closer
-	index  map[string]int
+	r         io.ReaderAt
+	closer    io.Closer
+	index     map[string]int
+	layoutErr *FormatError // from ReadHeader; nil in every File NewFile returns
 }
 
 // DataOffset is the file offset where the data section starts.
@@ -143,11 +144,32 @@ var lfsPointer = []byte("version https://git-lfs.github.com/spec/")
 // long, and validates it exactly as the reference implementation does.
 //
 // A malformed file returns a nil *File and a *FormatError whose Kind is the
-// reference's error kind. When the header itself parsed and only the layout
-// is wrong, the FormatError's File holds it, so that callers can still look
-// at the tensors; for trailing bytes after the last tensor (every tensor's
-// bytes still inside the file) they may read them too.
+// reference's error kind; an I/O error reading the header is returned as
+// it is. To look at the tensors of a file whose header parsed but whose
+// layout is wrong, use ReadHeader.
 func NewFile(r io.ReaderAt, size int64) (*File, error) {
+	f, err := ReadHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	if f.layoutErr != nil {
+		return nil, f.layoutErr
+	}
+	return f, nil
+}
+
+// ReadHeader reads and parses the header of the safetensors data in r,
+// which is size bytes long, as NewFile does, but does not refuse a file for
+// its layout (offsets that do not tile the data section, sizes that do not
+// match shapes, a file too short or too long): CheckLayout reports that
+// error, and Trailing says whether the only fault is bytes after the last
+// tensor. Errors in the header itself return a nil *File and a
+// *FormatError, as from NewFile.
+//
+// A file with a wrong layout is safe to read: a tensor's reader never
+// reaches outside the data section. Only when CheckLayout is nil, or
+// Trailing is positive, are the bytes a reader returns the tensor's whole.
+func ReadHeader(r io.ReaderAt, size int64) (*File, error) {
 	if size < 8 {
 		return nil, formatErr(HeaderTooSmall, -1, "", "file is %s bytes, shorter than the 8-byte header length", n0(size))
 	}
@@ -186,11 +208,36 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		h.tensors[i].f = f
 		f.Tensors[i] = &h.tensors[i]
 	}
-	if err := f.validateLayout(); err != nil {
-		err.File = f
-		return nil, err
-	}
+	f.layoutErr = f.validateLayout()
 	return f, nil
+}
+
+// CheckLayout returns the error NewFile gives a file whose header parsed
+// but whose tensors do not tile its data section exactly (a
+// *FormatError), or nil. It is always nil for a File from NewFile or Open.
+func (f *File) CheckLayout() error {
+	if f.layoutErr == nil {
+		return nil // an untyped nil, never a nil *FormatError
+	}
+	return f.layoutErr
+}
+
+// Trailing is how many bytes follow the last tensor's data when that is
+// the layout's only fault: every tensor's bytes are then inside the file
+// and readable, though the reference refuses the file
+// (metadata_incomplete_buffer). It is 0 for every other file.
+func (f *File) Trailing() int64 {
+	if f.layoutErr == nil || f.layoutErr.Kind != MetadataIncompleteBuffer {
+		return 0
+	}
+	var end uint64
+	for _, t := range f.Tensors {
+		end = max(end, t.DataOffsets[1])
+	}
+	if data := uint64(f.Size - f.DataOffset()); end < data {
+		return int64(data - end)
+	}
+	return 0
 }
 
 // readFull reads len(buf) bytes at off; io.ReaderAt may report io.EOF

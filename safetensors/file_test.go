@@ -173,9 +173,9 @@ func TestTorchtitanEmptyEntry(t *testing.T) {
 	}
 }
 
-// TestLayoutErrors: a file whose layout is invalid returns no File, but
-// the error carries the parsed header; only trailing bytes leave every
-// tensor readable.
+// TestLayoutErrors: a file whose layout is invalid returns no File from
+// NewFile; ReadHeader returns its parsed header, and only trailing bytes
+// leave every tensor readable.
 func TestLayoutErrors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -189,11 +189,18 @@ func TestLayoutErrors(t *testing.T) {
 	for _, tt := range tests {
 		f, err := open(tt.file)
 		var fe *FormatError
-		if f != nil || !errors.As(err, &fe) || fe.File == nil || len(fe.File.Tensors) != 1 {
+		if f != nil || !errors.As(err, &fe) {
 			t.Fatalf("%s: f = %v, err = %v", tt.name, f, err)
 		}
-		if fe.Trailing() != tt.trailing {
-			t.Errorf("%s: Trailing() = %v", tt.name, fe.Trailing())
+		h, err := ReadHeader(bytes.NewReader(tt.file), int64(len(tt.file)))
+		if err != nil || len(h.Tensors) != 1 {
+			t.Fatalf("%s: ReadHeader: %v", tt.name, err)
+		}
+		if lerr := h.CheckLayout(); lerr == nil || lerr.Error() != fe.Error() {
+			t.Errorf("%s: CheckLayout() = %v, want %v", tt.name, lerr, fe)
+		}
+		if (h.Trailing() > 0) != tt.trailing {
+			t.Errorf("%s: Trailing() = %d", tt.name, h.Trailing())
 		}
 	}
 }
@@ -202,7 +209,7 @@ func TestLayoutErrors(t *testing.T) {
 // reader covers only the part of its range that lies inside the data
 // section: never the header's bytes, never past the end of the file.
 // Every file here has a layout error, so its tensors are reached through
-// the FormatError's File, as validate reaches them.
+// ReadHeader, as validate reaches them.
 func TestNoBytesOutsideTheDataSection(t *testing.T) {
 	u8 := func(name string, begin, end uint64) string {
 		return fmt.Sprintf(`"%s":{"dtype":"U8","shape":[%d],"data_offsets":[%d,%d]}`, name, end-begin, begin, end)
@@ -226,19 +233,19 @@ func TestNoBytesOutsideTheDataSection(t *testing.T) {
 			for i := dataStart; i < len(b); i++ {
 				b[i] = byte(0x80 | i) // unlike any header byte
 			}
-			f, err := open(b)
+			f, err := ReadHeader(bytes.NewReader(b), int64(len(b)))
 			var fe *FormatError
-			if f != nil || !errors.As(err, &fe) || fe.File == nil {
-				t.Fatalf("f = %v, err = %v; want a layout error that carries the header", f, err)
+			if err != nil || !errors.As(f.CheckLayout(), &fe) {
+				t.Fatalf("err = %v; want a header with a layout error", err)
 			}
-			if fe.File.DataOffset() != int64(dataStart) {
-				t.Fatalf("data section at %d, want %d", fe.File.DataOffset(), dataStart)
+			if f.DataOffset() != int64(dataStart) {
+				t.Fatalf("data section at %d, want %d", f.DataOffset(), dataStart)
 			}
 			data := b[dataStart:]
-			if got, err := io.ReadAll(fe.File.DataSection()); err != nil || !bytes.Equal(got, data) {
+			if got, err := io.ReadAll(f.DataSection()); err != nil || !bytes.Equal(got, data) {
 				t.Errorf("data section = %x, %v; want %x", got, err, data)
 			}
-			for _, ten := range fe.File.Tensors {
+			for _, ten := range f.Tensors {
 				r := ten.Open()
 				_, off, n := r.Outer()
 				if off < int64(dataStart) || off+n > int64(len(b)) {

@@ -12,9 +12,9 @@ import (
 
 func config(t *testing.T, s string) *checkpoint.Config {
 	t.Helper()
-	c := checkpoint.ParseConfig([]byte(s))
-	if c.Err != nil {
-		t.Fatalf("%s: %v", s, c.Err)
+	c, err := checkpoint.ParseConfig([]byte(s))
+	if err != nil {
+		t.Fatalf("%s: %v", s, err)
 	}
 	c.Path = "exported/config.json"
 	return c

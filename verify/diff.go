@@ -280,11 +280,19 @@ func commonPrefix(from, to *adapter.View) (string, int) {
 // config.json's, else the exported one's.
 func configOf(pub, exp *checkpoint.Checkpoint) (string, adapter.Env) {
 	for _, c := range []*checkpoint.Checkpoint{pub, exp} {
-		if c.Config != nil && c.Config.Err == nil {
-			return c.Config.ModelType, adapter.Env(c.Config.Ints)
+		if cfg := parsedConfig(c); cfg != nil {
+			return cfg.ModelType, adapter.Env(cfg.Ints)
 		}
 	}
 	return "", nil
+}
+
+// parsedConfig is the checkpoint's config.json when it parsed, else nil.
+func parsedConfig(c *checkpoint.Checkpoint) *checkpoint.Config {
+	if c.ConfigErr != nil {
+		return nil
+	}
+	return c.Config
 }
 
 // sources lists a checkpoint's readable physical tensors, shard by shard,
@@ -295,19 +303,20 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 	for _, s := range c.Shards {
 		switch {
 		case s.File != nil:
-			n += len(s.File.Tensors)
-		case s.Header() != nil:
-			unavailable += len(s.Header().Tensors)
+			n += s.File.NumTensors()
+		case s.Header != nil:
+			unavailable += s.Header.NumTensors()
 		default:
 			unavailable++ // at least one tensor is behind a shard we could not open
 		}
 	}
 	out := make([]Source, 0, n)
 	for _, s := range c.Shards {
-		if s.File == nil {
+		h := s.Safetensors()
+		if s.File == nil || h == nil {
 			continue
 		}
-		for _, t := range s.File.Tensors {
+		for _, t := range h.Tensors {
 			out = append(out, Source{Tensor: t, Shard: s})
 		}
 	}
@@ -319,7 +328,7 @@ func tieOf(pub, exp *checkpoint.Checkpoint, flag *bool) Tie {
 		return Tie{true, *flag, "--tied"}
 	}
 	for _, c := range []*checkpoint.Checkpoint{pub, exp} {
-		if c.Config == nil || c.Config.Err != nil {
+		if parsedConfig(c) == nil {
 			continue
 		}
 		side := Published

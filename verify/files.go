@@ -85,7 +85,7 @@ func CompareFiles(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt File
 		}
 		out = append(out, missingFile(e, fi, missingSev))
 	}
-	out = append(out, compareConfigs(pub.Config, exp.Config)...)
+	out = append(out, compareConfigs(parsedConfig(pub), parsedConfig(exp))...)
 	tokenizerConfigDiffers := false
 	for _, name := range changed {
 		switch name {

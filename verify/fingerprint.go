@@ -98,7 +98,7 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 	w.str(commit)
 	if idx := c.Index; idx != nil {
 		w.str("index " + idx.Name)
-		if idx.Err != nil {
+		if c.IndexErr != nil {
 			w.str("unusable") // its message may name the path
 		}
 		if idx.TotalSize != nil {
@@ -113,7 +113,7 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 	}
 	if cfg := c.Config; cfg != nil {
 		w.str("config " + cfg.Name)
-		if cfg.Err != nil {
+		if c.ConfigErr != nil {
 			w.str("unusable")
 		}
 		keys := slices.Sorted(maps.Keys(cfg.Fields))
@@ -126,10 +126,17 @@ func (w *fingerprinter) checkpoint(c *checkpoint.Checkpoint) {
 	w.num(len(c.Shards))
 	for _, s := range c.Shards {
 		w.str(s.Name)
-		w.str(s.Missing)
-		w.str(s.Unsafe)
+		missing, unsafe := "", ""
+		switch s.Status {
+		case checkpoint.ShardMissing, checkpoint.ShardDangling:
+			missing = s.Reason
+		case checkpoint.ShardUnsafe:
+			unsafe = s.Reason
+		}
+		w.str(missing)
+		w.str(unsafe)
 		size := int64(-1)
-		if h := s.Header(); h != nil {
+		if h := s.Safetensors(); h != nil {
 			size = h.Size
 		}
 		w.num(int(size))

@@ -58,7 +58,7 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 		ins.Filter = filter.String()
 	}
 	for _, s := range c.Shards {
-		h := s.Header()
+		h := s.Safetensors()
 		if h == nil {
 			continue
 		}

@@ -137,7 +137,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 		// A side is quantized when its config says so, or when it holds
 		// sub-byte or 8-bit float tensors: names alone (a model's own
 		// "*.scales") are no evidence.
-		if c := m.Checkpoint.Config; c != nil && c.Err == nil && c.Quantized {
+		if c := parsedConfig(m.Checkpoint); c != nil && c.Quantized {
 			methods[i] = quantMethod(c.Fields["quantization_config"])
 		}
 		for _, t := range views[i].Tensors {

@@ -164,9 +164,9 @@ func DescribeInput(c *checkpoint.Checkpoint, side Side) Input {
 		in.Config = c.Config.Path
 	}
 	for _, s := range c.Shards {
-		if s.Unsafe != "" {
+		if s.Status == checkpoint.ShardUnsafe {
 			in.Refused = append(in.Refused, s.Name)
-		} else if s.Missing == "" {
+		} else if !s.Status.Absent() {
 			in.Files = append(in.Files, s.Name)
 		}
 	}

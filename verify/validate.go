@@ -67,12 +67,12 @@ type shardScan struct {
 
 func scanShard(ctx context.Context, c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
 	sc := shardScan{findings: shardFindings(c, s), layers: make(map[uint64]bool)}
-	h := s.Header()
+	h := s.Safetensors()
 	if h == nil {
 		return sc
 	}
 	idx := c.Index
-	indexed := idx != nil && idx.Err == nil
+	indexed := idx != nil && c.IndexErr == nil
 	last := ^uint64(0)
 	for i, t := range h.Tensors {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -107,13 +107,13 @@ func scanShard(ctx context.Context, c *checkpoint.Checkpoint, s *checkpoint.Shar
 func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	var out []Finding
 	switch {
-	case s.Unsafe != "":
+	case s.Status == checkpoint.ShardUnsafe:
 		return []Finding{{Code: CodeIndexUnsafePath, Severity: Error, File: s.Path,
-			Message: fmt.Sprintf("the index names shard %q, which %s; it was not opened", s.Name, s.Unsafe)}}
-	case s.Missing != "" && c.Index != nil && c.Index.Err == nil:
-		return []Finding{{Code: CodeIndexMissingShard, Severity: Error, File: s.Path, Message: s.Missing}}
-	case s.Missing != "":
-		return []Finding{{Code: CodeShardMissing, Severity: Error, File: s.Path, Message: s.Missing}}
+			Message: fmt.Sprintf("the index names shard %q, which %s; it was not opened", s.Name, s.Reason)}}
+	case s.Status.Absent() && c.Index != nil && c.IndexErr == nil:
+		return []Finding{{Code: CodeIndexMissingShard, Severity: Error, File: s.Path, Message: s.Reason}}
+	case s.Status.Absent():
+		return []Finding{{Code: CodeShardMissing, Severity: Error, File: s.Path, Message: s.Reason}}
 	}
 	var fe *safetensors.FormatError
 	if errors.As(s.Err, &fe) {
@@ -121,7 +121,7 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	} else if s.Err != nil {
 		out = append(out, Finding{Code: CodeShardUnreadable, Severity: Error, File: s.Path, Message: s.Err.Error()})
 	}
-	f := s.Header()
+	f := s.Safetensors()
 	if f == nil {
 		return out
 	}
@@ -154,9 +154,9 @@ func formatMessage(fe *safetensors.FormatError) string {
 
 func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	idx := c.Index
-	if idx != nil && idx.Err != nil {
+	if idx != nil && c.IndexErr != nil {
 		return append([]Finding{{Code: CodeIndexInvalid, Severity: Error, File: idx.Path,
-			Message: idx.Err.Error() + "; checked the *.safetensors files in its folder instead"}}, duplicatesAcrossShards(c.Shards)...)
+			Message: c.IndexErr.Error() + "; checked the *.safetensors files in its folder instead"}}, duplicatesAcrossShards(c.Shards)...)
 	}
 	if idx == nil {
 		return duplicatesAcrossShards(c.Shards)
@@ -179,14 +179,14 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	for i, s := range c.Shards {
 		total += scans[i].bytes
 		strays = strays || scans[i].strays > 0
-		if s.Header() != nil && scans[i].matched != perShard[s.Name] {
+		if s.Safetensors() != nil && scans[i].matched != perShard[s.Name] {
 			short[s.Name] = true
 		}
 	}
 	var notInShard []string
 	if len(short) > 0 {
 		for key, f := range idx.WeightMap {
-			if short[f] && byName[f].Header().Tensor(key) == nil {
+			if short[f] && byName[f].Safetensors().Tensor(key) == nil {
 				notInShard = append(notInShard, key)
 			}
 		}
@@ -203,7 +203,7 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	if strays {
 		out = append(out, duplicatesAcrossShards(c.Shards)...)
 	}
-	allOpened := !slices.ContainsFunc(c.Shards, func(s *checkpoint.Shard) bool { return s.Header() == nil })
+	allOpened := !slices.ContainsFunc(c.Shards, func(s *checkpoint.Shard) bool { return s.Header == nil })
 	if idx.TotalSize != nil && allOpened && *idx.TotalSize != total {
 		out = append(out, Finding{Code: CodeIndexTotalSizeMismatch, Severity: Warning, File: idx.Path,
 			Message:  fmt.Sprintf("metadata.total_size is %s but the shards' tensors hold %s bytes", textfmt.Thousands(*idx.TotalSize), textfmt.Thousands(total)),
@@ -228,7 +228,7 @@ func duplicatesAcrossShards(shards []*checkpoint.Shard) []Finding {
 	holder := make(map[string]string)
 	repeated := make(map[string][]string)
 	for _, s := range shards {
-		h := s.Header()
+		h := s.Safetensors()
 		if h == nil {
 			continue
 		}
@@ -279,8 +279,8 @@ func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	if cfg == nil {
 		return nil
 	}
-	if cfg.Err != nil {
-		return []Finding{{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Message: cfg.Err.Error()}}
+	if c.ConfigErr != nil {
+		return []Finding{{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Message: c.ConfigErr.Error()}}
 	}
 	var out []Finding
 	for _, p := range cfg.Problems {

@@ -170,7 +170,7 @@ func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 			if !ok {
 				id = len(readers)
 				ids[src.Shard] = id
-				readers = append(readers, src.Shard.File.DataSection())
+				readers = append(readers, src.Shard.Safetensors().DataSection())
 			}
 			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
 		}

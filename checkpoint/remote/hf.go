@@ -89,7 +89,7 @@ func parseHF(p string) (hfRef, error) {
 	}
 	ref := hfRef{repo: parts[0] + "/" + name, rev: rev}
 	inRepo := strings.Join(parts[2:], "/")
-	if checkpoint.UnsafeName(inRepo+"/x.safetensors") != "" && inRepo != "" {
+	if inRepo != "" && checkpoint.UnsafePath(inRepo) != "" {
 		return hfRef{}, fmt.Errorf("%s: %q is not a path inside the repository", p, inRepo)
 	}
 	ref.dir, ref.tg = splitTarget(inRepo)

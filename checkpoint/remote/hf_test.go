@@ -142,7 +142,7 @@ func TestHFTokenStaysHome(t *testing.T) {
 			var w waits
 			c := openRemoteT(t, "hf://org/model", hubOpts(&w, hub))
 			buf := make([]byte, 16)
-			c.Shards[0].File.Tensors[0].Open().ReadAt(buf, 0)
+			c.Shards[0].Safetensors().Tensors[0].Open().ReadAt(buf, 0)
 			if hub.CDN.Requests() == 0 {
 				t.Fatal("nothing was redirected")
 			}
@@ -236,7 +236,7 @@ func TestHFCacheAndOffline(t *testing.T) {
 	if hub.Requests() != 0 {
 		t.Errorf("%d requests offline", hub.Requests())
 	}
-	if !c.Remote.Offline || c.Hub.Commit != commitMain || c.Shards[1].Missing == "" || c.Shards[0].File == nil {
+	if !c.Remote.Offline || c.Hub.Commit != commitMain || c.Shards[1].Status != checkpoint.ShardMissing || c.Shards[0].File == nil {
 		t.Errorf("offline: %+v %+v", c.Remote, c.Shards[1])
 	}
 	if _, err := open("hf://org/model@v2", offline); err == nil || !strings.Contains(err.Error(), "HF_HUB_OFFLINE") {

@@ -279,7 +279,7 @@ func openHTTP(ctx context.Context, raw string, o checkpoint.Options) (*checkpoin
 	s := &httpSource{opt: opt, client: newHTTPClient("", "", opt.Transport)}
 	s.OpenNow = s.openNow
 	dir, tg := u, target{}
-	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
+	if base := u.Path[strings.LastIndex(u.Path, "/")+1:]; targetOf(base) != (target{}) {
 		tg = targetOf(base)
 		s.first, s.firstU = base, u.String()
 		d := *u

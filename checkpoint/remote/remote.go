@@ -14,9 +14,9 @@ import (
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
 
-// headerProbe is how many bytes the first request for a .safetensors file
-// asks for: the 8-byte header length and 100,000 bytes of header. Range
-// ends are inclusive: the request is "bytes=0-100007".
+// headerProbe is how many bytes the first request for a tensor file asks
+// for, sized for safetensors: the 8-byte header length and 100,000 bytes
+// of header. Range ends are inclusive: the request is "bytes=0-100007".
 const headerProbe = 8 + 100_000
 
 // jsonProbe is how much of an index.json or config.json the first request
@@ -24,9 +24,9 @@ const headerProbe = 8 + 100_000
 const jsonProbe = 64 << 20
 
 // Probe is how many bytes opening the remote file name reads at once: a
-// .safetensors file's header (usually), another file whole.
+// tensor file's header (usually), another file whole.
 func Probe(name string) int64 {
-	if strings.HasSuffix(name, ".safetensors") {
+	if checkpoint.IsTensorFile(name) {
 		return headerProbe
 	}
 	return jsonProbe
@@ -105,9 +105,9 @@ func targetOf(name string) target {
 	switch {
 	case name == "":
 		return target{}
-	case strings.HasSuffix(name, ".index.json"):
+	case checkpoint.IsIndex(name):
 		return target{index: name}
-	case strings.HasSuffix(name, ".safetensors"):
+	case checkpoint.IsTensorFile(name):
 		return target{file: name}
 	default:
 		return target{}
@@ -119,19 +119,20 @@ func targetOf(name string) target {
 func splitTarget(p string) (dir string, tg target) {
 	p = strings.Trim(p, "/")
 	base := path.Base(p)
-	if strings.HasSuffix(base, ".safetensors") || strings.HasSuffix(base, ".index.json") {
+	if tg = targetOf(base); tg != (target{}) {
 		dir = path.Dir(p)
 		if dir == "." {
 			dir = ""
 		}
-		return dir, targetOf(base)
+		return dir, tg
 	}
 	return p, target{}
 }
 
 // SplitTarget splits a path within a store (an object key, a path in a
-// repository) into the folder and what it names there: a .safetensors
-// file, an index, or "" for the folder itself.
+// repository) into the folder and what it names there: a tensor file (see
+// checkpoint.IsTensorFile), an index (checkpoint.IsIndex), or "" for the
+// folder itself.
 func SplitTarget(p string) (dir, name string) {
 	dir, tg := splitTarget(p)
 	return dir, tg.name()

@@ -80,7 +80,7 @@ func TestHTTPHeaderProbeEdges(t *testing.T) {
 			s.Reset()
 			c := openRemoteT(t, fmt.Sprintf("%s/h%d.safetensors", s.URL, tc.header), remoteOpts(&w))
 			sh := c.Shards[0]
-			if sh.File == nil || sh.File.HeaderSize != uint64(tc.header) {
+			if sh.File == nil || sh.Safetensors().HeaderSize != uint64(tc.header) {
 				t.Fatalf("header not read: %+v", sh)
 			}
 			if sh.Err != nil && !strings.Contains(sh.Err.Error(), "unaligned") {
@@ -102,7 +102,7 @@ func TestHTTPHeaderProbeEdges(t *testing.T) {
 				t.Errorf("second range %q", shardReqs[1].Range)
 			}
 			data := make([]byte, 8)
-			if _, err := sh.File.Tensors[0].Open().ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			if _, err := sh.Safetensors().Tensors[0].Open().ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(data, []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}) {
@@ -130,7 +130,7 @@ func TestHTTPForms(t *testing.T) {
 	var w waits
 	for _, p := range []string{s.URL + "/model.safetensors.index.json", s.URL + "/", s.URL} {
 		c := openRemoteT(t, p, remoteOpts(&w))
-		if c.Index == nil || c.Index.Err != nil || len(c.Shards) != 3 || c.NumTensors() != len(fixture.Tiny.Specs()) || c.Config == nil {
+		if c.Index == nil || c.IndexErr != nil || len(c.Shards) != 3 || c.NumTensors() != len(fixture.Tiny.Specs()) || c.Config == nil {
 			t.Fatalf("%s: %+v", p, c)
 		}
 		// No listing over HTTP: the stray file is not seen, and the
@@ -226,7 +226,7 @@ func TestHTTPMissingAndRefused(t *testing.T) {
 	// A shard the index names that the server lacks is a missing shard.
 	os.Remove(filepath.Join(dir, "model-00002-of-00003.safetensors"))
 	c := openRemoteT(t, s.URL+"/model.safetensors.index.json", remoteOpts(&w))
-	if c.Shards[1].Missing == "" || c.Shards[0].Missing != "" {
+	if c.Shards[1].Status != checkpoint.ShardMissing || c.Shards[0].Status == checkpoint.ShardMissing {
 		t.Errorf("missing shard not recorded: %+v", c.Shards[1])
 	}
 }
@@ -345,10 +345,10 @@ func TestHTTPDroppedConnection(t *testing.T) {
 	s := serve(t, dir)
 	var w waits
 	c := openRemoteT(t, s.URL+"/model-00001-of-00003.safetensors", remoteOpts(&w))
-	tn := c.Shards[0].File.Tensors[0]
+	tn := c.Shards[0].Safetensors().Tensors[0]
 	want := make([]byte, tn.Size())
 	local, _ := os.ReadFile(filepath.Join(dir, "model-00001-of-00003.safetensors"))
-	copy(want, local[8+c.Shards[0].File.HeaderSize+tn.DataOffsets[0]:])
+	copy(want, local[8+c.Shards[0].Safetensors().HeaderSize+tn.DataOffsets[0]:])
 	// The next two data reads break off half way; the reader resumes.
 	var drops atomic.Int32
 	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
@@ -382,7 +382,7 @@ func TestHTTPFileReplaced(t *testing.T) {
 	os.WriteFile(name, b, 0o644)
 	os.Chtimes(name, time.Now(), time.Now().Add(time.Hour)) // a new ETag, same size
 	buf := make([]byte, 64)
-	_, err := c.Shards[0].File.Tensors[0].Open().ReadAt(buf, 512<<10)
+	_, err := c.Shards[0].Safetensors().Tensors[0].Open().ReadAt(buf, 512<<10)
 	if !errors.Is(err, checkpoint.ErrChanged) || !errors.Is(c.Unchanged(), checkpoint.ErrChanged) {
 		t.Fatalf("replaced file: read %v, unchanged %v", err, c.Unchanged())
 	}

@@ -124,7 +124,7 @@ func TestS3Errors(t *testing.T) {
 		}
 	}
 	c := openRemoteT(t, "s3://bucket/m", remoteOpts(&w))
-	if c.Shards[2].Missing == "" {
+	if c.Shards[2].Status != checkpoint.ShardMissing {
 		t.Errorf("missing shard: %+v", c.Shards[2])
 	}
 	// Refused and throttled answers.
