@@ -40,6 +40,10 @@ type Tensor struct {
 	// Rule is the adapter rule that made it ("torchtitan-qwen3:23: unstack
 	// ..."), empty for a tensor passed through unchanged.
 	Rule string
+	// Alias is the transformers rule that renamed the tensor into the
+	// other side's Hugging Face naming (see Aliases.Align), and AliasOf
+	// its name before; empty when not renamed so.
+	Alias, AliasOf string
 }
 
 // A Collision is two or more tensors mapped to one logical name. The View
@@ -258,18 +262,25 @@ func (r *Registry) Lookup(name string) (*Adapter, error) {
 }
 
 // ParseChain parses a chain of adapter names: "torchtitan-hf,compile".
+// The wrappers (auto wrapper: ddp, compile, fsdp) go first, in the order
+// written, wherever they are written: their segments may sit anywhere in
+// a name (model._orig_mod.model.layers...), and the structural adapters'
+// patterns are written for the names without them.
 func (r *Registry) ParseChain(spec string) (Chain, error) {
-	var c Chain
+	var wrappers, rest Chain
 	for name := range strings.SplitSeq(spec, ",") {
 		a, err := r.Lookup(strings.TrimSpace(name))
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if a.Name != "hf" {
-			c = append(c, a)
+		case a.Name == "hf":
+		case a.Auto == AutoWrapper:
+			wrappers = append(wrappers, a)
+		default:
+			rest = append(rest, a)
 		}
 	}
-	return c, nil
+	return wrappers.Then(rest), nil
 }
 
 // A Chain applies adapters in order: each sees the names the previous made.
@@ -360,6 +371,10 @@ type Side struct {
 	// MaxTensors caps the logical tensors a chain may make of them (see
 	// Chain.ApplyLimit); 0 leaves only the work bound.
 	MaxTensors int
+	// Aliases, on the exported side, are the names transformers loads as
+	// the published ones: each exported view is aligned to the published
+	// view it is matched with (see Aliases.Align).
+	Aliases Aliases
 }
 
 // Choose picks one candidate chain per side: the pair whose views share the
@@ -387,7 +402,7 @@ func Choose(published, exported Side, env Env) (pub, exp *View) {
 			if expViews[j] == nil {
 				expViews[j] = ec.ApplyLimit(exported.Tensors, env, exported.MaxTensors)
 			}
-			ev := expViews[j]
+			ev := exported.Aliases.Align(pv, expViews[j])
 			names, shapes := 0, 0
 			for _, t := range ev.Tensors {
 				if k, ok := pv.byName[t.Name]; ok {

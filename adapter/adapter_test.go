@@ -49,8 +49,11 @@ func TestPresetsRename(t *testing.T) {
 		{"ddp", "model.module_list.0.weight", "model.module_list.0.weight"},
 		{"compile", "model._orig_mod.layers.0.weight", "model.layers.0.weight"},
 		{"fsdp", "model.layers.0._fsdp_wrapped_module._checkpoint_wrapped_module.mlp.weight", "model.layers.0.mlp.weight"},
-		{"torchtitan-hf,compile", "_orig_mod.model.model.norm.weight", "model.model.norm.weight"},
+		// Wrappers apply first wherever the chain names them (issue 19).
+		{"torchtitan-hf,compile", "_orig_mod.model.model.norm.weight", "model.norm.weight"},
 		{"compile,torchtitan-hf", "_orig_mod.model.model.norm.weight", "model.norm.weight"},
+		{"torchtitan-hf,compile", "model._orig_mod.model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.up_proj.weight"},
+		{"torchtitan-hf,ddp,compile", "module.model._orig_mod.model.lm_head.weight", "lm_head.weight"},
 		{"torchtitan-qwen3", "layers.3.attention.wq.weight", "model.layers.3.self_attn.q_proj.weight"},
 		{"torchtitan-qwen3", "layers.3.attention.qkv_linear.wk.weight", "model.layers.3.self_attn.k_proj.weight"},
 		{"torchtitan-qwen3", "output.weight", "lm_head.weight"},
@@ -62,6 +65,9 @@ func TestPresetsRename(t *testing.T) {
 		if got := names(v); len(got) != 1 || got[0] != tt.want {
 			t.Errorf("%s(%s) = %v, want %s", tt.chain, tt.in, got, tt.want)
 		}
+	}
+	if c := mustChain(t, "torchtitan-hf,compile,hf,ddp"); c.Name() != "compile,ddp,torchtitan-hf" {
+		t.Errorf("chain %s: want the wrappers first, in the order written", c.Name())
 	}
 	if _, err := (&Registry{}).ParseChain("torchtitan-hf,nope"); err == nil {
 		t.Error("an unknown preset must be an error")
@@ -233,7 +239,7 @@ func TestLoadPresets(t *testing.T) {
 	}
 	want := []string{"hf", "torchtitan-qwen3_5-export", "zz-wrap", "ddp", "compile", "fsdp",
 		"torchtitan-hf", "torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
-		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "aaa-new", "megatron"}
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "aaa-new", "megatron", "nanogpt"}
 	if !slices.Equal(names, want) {
 		t.Errorf("order %v, want %v", names, want)
 	}
@@ -265,7 +271,7 @@ func TestPresetsParseAndDocument(t *testing.T) {
 	}
 	want := []string{"hf", "torchtitan-qwen3_5-export", "ddp", "compile", "fsdp", "torchtitan-hf",
 		"torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
-		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "megatron"}
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "megatron", "nanogpt"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Presets() = %v, want %v", names, want)
 	}

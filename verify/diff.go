@@ -20,7 +20,7 @@ const LMHead = "lm_head.weight"
 
 // EmbeddingNames are the input embeddings of common layouts, in the order
 // they are looked for.
-var EmbeddingNames = []string{"model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight",
+var EmbeddingNames = []string{"model.embed_tokens.weight", "embed_tokens.weight", "transformer.wte.weight", "wte.weight",
 	"model.language_model.embed_tokens.weight", "language_model.model.embed_tokens.weight",
 	"tok_embeddings.weight", "embedding.word_embeddings.weight"}
 
@@ -146,8 +146,16 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	// The export's logical tensors are capped by what could match: a hostile
 	// export of stacked zero-byte experts cannot make millions of them.
 	limit := 2*len(physical[0]) + maxExtraTensors
+	// transformers loads the export under the published model's other HF
+	// names too (its base model prefix, a VLM's older or newer names): the
+	// exported view is aligned to the published one.
+	aliases := adapter.AliasesOf(modelType)
 	side := func(i int, cands []adapter.Chain) adapter.Side {
-		return adapter.Side{Tensors: physical[i], Candidates: cands, MaxTensors: limit}
+		s := adapter.Side{Tensors: physical[i], Candidates: cands, MaxTensors: limit}
+		if i == 1 {
+			s.Aliases = aliases
+		}
+		return s
 	}
 	// Most exports need no adapter: when every exported name is a published
 	// one as they stand, no adapter can match more of them, and the
@@ -164,6 +172,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	wg.Go(func() { d.Published.View = candidates[0][0].ApplyLimit(physical[0], env, limit) })
 	d.Exported.View = candidates[1][0].ApplyLimit(physical[1], env, limit)
 	wg.Wait()
+	d.Exported.View = aliases.Align(d.Published.View, d.Exported.View)
 	d.Tie = tieOf(pub, exp, opt.Tied)
 	unavailable := [2]int{d.Published.Unavailable, d.Exported.Unavailable}
 	judge := func() ([]Finding, int) {
@@ -239,9 +248,9 @@ func overlapHint(pub, exp *adapter.View, common int) []Finding {
 	msg := fmt.Sprintf("only %s of %s published keys are in the export under adapters %s / %s",
 		textfmt.Thousands(common), textfmt.Thousands(len(pub.Tensors)), pub.Adapter, exp.Adapter)
 	if prefix, n := commonPrefix(exp, pub); 2*(common+n) >= len(pub.Tensors) {
-		msg += fmt.Sprintf("; %s match once the prefix %q is removed from exported names: try --strip-prefix %s", textfmt.Plural(n, "more key"), prefix, prefix)
+		msg += fmt.Sprintf("; %s match once the prefix %q is removed from exported names: compare with --strip-prefix %s, and remove it before upload (transformers will not load the names as they are: needs_adapter says so)", textfmt.Plural(n, "more key"), prefix, prefix)
 	} else if prefix, n := commonPrefix(pub, exp); 2*(common+n) >= len(pub.Tensors) {
-		msg += fmt.Sprintf("; %s match once exported names gain the prefix %q: try --rename '^=%s'", textfmt.Plural(n, "more key"), prefix, prefix)
+		msg += fmt.Sprintf("; %s match once exported names gain the prefix %q: compare with --rename '^=%s', and add it before upload (transformers will not load the names as they are: needs_adapter says so)", textfmt.Plural(n, "more key"), prefix, prefix)
 	} else {
 		msg += "; the export may use another naming scheme (see --adapter, --strip-prefix, --rename, ckptcheck adapters)"
 	}

@@ -226,11 +226,14 @@ func needsAdapter(pub, exp *adapter.View) (Finding, bool) {
 			continue
 		}
 		matched++
-		who := ""
+		who, name := "", t.Name
+		if t.Alias != "" {
+			name = t.AliasOf // a transformers alias: a Hugging Face name either way
+		}
 		switch {
 		case t.Rule != "":
 			who, _, _ = strings.Cut(t.Rule, ":")
-		case t.Name != t.Source:
+		case name != t.Source:
 			who = exp.Adapter // renamed by the chain's rewrites
 		}
 		if who != "" {

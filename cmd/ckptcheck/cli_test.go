@@ -36,7 +36,7 @@ func TestCommandLine(t *testing.T) {
 		{"ignore counts", []string{"diff", pub, exp, "--ignore", "dtype_mismatch"}, 1, []string{fmt.Sprintf("FAIL: 1 error, 1 info, %d ignored", exportedN)}, nil},
 		{"ignore by key", []string{"diff", pub, exp, "--ignore", "missing_key=model.layers.2.*", "--ignore", "dtype_mismatch"}, 0, []string{fmt.Sprintf("OK (1 info, %d ignored)", exportedN+1)}, nil},
 		{"unknown ignore code", []string{"diff", pub, exp, "--ignore", "missing_keys"}, 2, nil, []string{`no finding code "missing_keys"`}},
-		{"adapter chain with commas", []string{"diff", pub, exp, "--adapter", "exported=torchtitan-hf,compile"}, 1, []string{"adapter torchtitan-hf,compile"}, nil},
+		{"adapter chain with commas", []string{"diff", pub, exp, "--adapter", "exported=torchtitan-hf,compile"}, 1, []string{"adapter compile,torchtitan-hf"}, nil},
 		{"explain unknown key", []string{"diff", pub, exp, "--explain", "no.such.key"}, 2, []string{"no tensor of that name"}, []string{`no tensor "no.such.key"`}},
 		{"explain tied head", []string{"diff", pub, exp, "--explain", "lm_head.weight"}, 2, []string{"tied to the input embedding"}, nil},
 		{"adapters NAME json", []string{"adapters", "torchtitan-llama3", "--format", "json"}, 0, []string{`"name": "torchtitan-llama3"`, `"source": `}, nil},
