@@ -40,6 +40,8 @@ type Tensor struct {
 	// Rule is the adapter rule that made it ("torchtitan-qwen3:23: unstack
 	// ..."), empty for a tensor passed through unchanged.
 	Rule string
+	// Quant is set on a quantized weight (see View.BindQuant).
+	Quant *Quantized
 }
 
 // A Collision is two or more tensors mapped to one logical name. The View
