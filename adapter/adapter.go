@@ -44,6 +44,8 @@ type Tensor struct {
 	// other side's Hugging Face naming (see Aliases.Align), and AliasOf
 	// its name before; empty when not renamed so.
 	Alias, AliasOf string
+	// Quant is set on a quantized weight (see View.BindQuant).
+	Quant *Quantized
 }
 
 // A Collision is two or more tensors mapped to one logical name. The View

@@ -35,9 +35,13 @@ const (
 	ZeroPoint                   // per-block zero points of asymmetric schemes
 	GlobalScale                 // one scale over the tensor (NVFP4's weight_scale_2)
 	Table                       // a code book (bitsandbytes' quant_map)
+	Index                       // a group index per input column (GPTQ's g_idx)
+	Meta                        // the layout written as a tensor (weight_shape, quant_state)
+	InputScale                  // an activation scale stored beside the weight
 )
 
-var roleNames = [...]string{Data: "data", Scale: "scale", ZeroPoint: "zero_point", GlobalScale: "global_scale", Table: "table"}
+var roleNames = [...]string{Data: "data", Scale: "scale", ZeroPoint: "zero_point", GlobalScale: "global_scale", Table: "table",
+	Index: "index", Meta: "meta", InputScale: "input_scale"}
 
 func (r Role) String() string {
 	if int(r) < len(roleNames) && roleNames[r] != "" {

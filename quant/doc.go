@@ -20,7 +20,11 @@
 // to each, and the Codec that decodes them. Binding happens in one place,
 // the adapter's view builder, which calls the registered Scheme (see
 // RegisterScheme); judging a missing or misshapen companion is package
-// verify's.
+// verify's. One file a scheme (scheme_*.go): fp8, mxfp4,
+// compressed-tensors, bitsandbytes, gptq, awq, mlx. Most bind to the
+// Unsupported codec, which names the scheme and its parts and decodes
+// nothing yet: a quantized side is then one logical tensor a weight,
+// and what is not compared is said weight by weight.
 //
 // Every codec passes the shared conformance suite in package quanttest, as
 // every restic backend passes its test suite. ScaledFP8 is the reference

@@ -2,6 +2,8 @@ package quant
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -65,4 +67,15 @@ func LookupScheme(quantMethod string) (Scheme, bool) {
 		return nil, false
 	}
 	return s.(Scheme), true
+}
+
+// Schemes returns every registered scheme, by name.
+func Schemes() []Scheme {
+	var out []Scheme
+	schemes.Range(func(_, v any) bool {
+		out = append(out, v.(Scheme))
+		return true
+	})
+	slices.SortFunc(out, func(a, b Scheme) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
 }

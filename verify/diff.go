@@ -85,6 +85,8 @@ type Comparison struct {
 	// notCompared holds keys whose values are not compared, with why
 	// (quantized tensors; see recognise).
 	notCompared map[string]string
+	// quant is each side's quantization (published, exported).
+	quant [2]quantSide
 }
 
 // Tie is what is known of tie_word_embeddings and where it came from.
@@ -175,9 +177,15 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	d.Exported.View = aliases.Align(d.Published.View, d.Exported.View)
 	d.Tie = tieOf(pub, exp, opt.Tied)
 	unavailable := [2]int{d.Published.Unavailable, d.Exported.Unavailable}
+	for i, m := range sides {
+		d.quant[i] = quantOf(m, physical[i])
+	}
+	d.quant[0].borrow(d.quant[1])
+	d.quant[1].borrow(d.quant[0])
 	judge := func() ([]Finding, int) {
 		var out []Finding
 		for i, m := range sides {
+			d.quant[i].bind(m.View)
 			out = append(out, adapterFindings(m)...)
 			m.Unavailable = unavailable[i]
 			if m.View.Truncated {
@@ -458,6 +466,9 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 			out = append(out, Finding{Code: CodeMissingKey, Severity: Error, Key: t.Name, Message: "in published, missing from exported"})
 			continue
 		}
+		if t.Quant != nil || e.Quant != nil {
+			continue // judged by its scheme (see recognise)
+		}
 		if !slices.Equal(t.Shape, e.Shape) {
 			msg := fmt.Sprintf("published %s, exported %s", safetensors.FormatShape(t.Shape), safetensors.FormatShape(e.Shape))
 			if swapped(t.Shape, e.Shape) {
@@ -473,7 +484,7 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		}
 	}
 	for _, e := range exp.Tensors {
-		if want != nil && e.DType.IsFloat() && e.DType != *want {
+		if want != nil && e.Quant == nil && e.DType.IsFloat() && e.DType != *want {
 			out = append(out, Finding{Code: CodeDTypeMismatch, Severity: Error, Side: Exported, Key: e.Name,
 				Message: fmt.Sprintf("exported %s, --dtype demands %s", e.DType, *want), Expected: *want, Got: e.DType})
 		}

@@ -27,10 +27,9 @@ func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 				CodeShapeMismatch, CodeDTypeMismatch, CodeTiedWeight), f)
 		}
 	}
-	if keys, f := d.quantized(); len(keys) > 0 {
+	if keys, f := d.quantized(); f.Code != "" {
 		d.notCompared = keys
-		findings = append(dropCodes(findings, keys, CodeMissingKey, CodeUnexpectedKey, CodeShapeMismatch, CodeDTypeMismatch), f)
-		findings = dropCodes(findings, nil, CodeLowKeyOverlap) // the missing keys it counted are said above
+		findings = append(findings, f)
 	}
 	if f, ok := needsAdapter(d.Published.View, d.Exported.View); ok {
 		findings = append(findings, f)
@@ -99,89 +98,66 @@ func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 	return f, true
 }
 
-// Quantization stores a weight as low-bit values beside scales. These are
-// the names of the companions, each with the suffix that turns it into the
-// name of the weight it belongs to:
-//   - FP8 block quantization (DeepSeek-V3, deepseek-ai/DeepSeek-V3
-//     inference/fp8_cast_bf16.py): X.weight (F8_E4M3) and X.weight_scale_inv;
-//   - MXFP4 (gpt-oss; transformers integrations/mxfp4.py): X_blocks and
-//     X_scales for the weight X;
-//   - compressed-tensors FP8 and INT8: X.weight_scale, X.input_scale;
-//   - GPTQ/AWQ: X.qweight, X.qzeros, X.scales, X.g_idx for X.weight.
-var quantSuffixes = [][2]string{
-	{".weight_scale_inv", ".weight"}, {"_blocks", ""}, {"_scales", ""},
-	{".weight_scale", ".weight"}, {".input_scale", ".weight"},
-	{".qweight", ".weight"}, {".qzeros", ".weight"}, {".scales", ".weight"}, {".g_idx", ".weight"},
-}
-
-// quantBase returns the weight a quantization companion belongs to.
-func quantBase(name string) (string, bool) {
-	for _, s := range quantSuffixes {
-		if stem, ok := strings.CutSuffix(name, s[0]); ok && stem != "" {
-			return stem + s[1], true
-		}
-	}
-	return "", false
-}
-
-// quantized finds the keys a quantized side makes incomparable: the
-// quantization companions of either side and the weights they belong to,
-// unless both sides hold the key alike (same dtype and shape: then it is
-// compared as it is). It returns them with the reason, and the one finding
-// that says so.
+// quantized finds the weights a quantized side makes incomparable: each
+// logical weight its scheme bound (see quantOf and adapter.View.BindQuant)
+// that the other side holds in another encoding (a dequantized export).
+// A weight both sides store alike compares as it is, companions and all;
+// one the other side lacks stays a missing or unexpected key, whatever its
+// encoding. It returns the incomparable weights with the reason, and the
+// one finding that says what is quantized.
 func (d *Comparison) quantized() (map[string]string, Finding) {
 	views := [2]*adapter.View{d.Published.View, d.Exported.View}
-	var methods [2]string
-	suspects := map[string]bool{}
-	for i, m := range []*Mapped{d.Published, d.Exported} {
-		// A side is quantized when its config says so, or when it holds
-		// sub-byte or 8-bit float tensors: names alone (a model's own
-		// "*.scales") are no evidence.
-		if c := parsedConfig(m.Checkpoint); c != nil && c.Quantized {
-			methods[i] = quantMethod(c.Fields["quantization_config"])
-		}
-		for _, t := range views[i].Tensors {
-			if methods[i] == "" && lowBit(t.DType) {
-				methods[i] = t.DType.String() + " tensors"
-			}
-		}
-		if methods[i] == "" {
-			continue
-		}
-		for _, t := range views[i].Tensors {
-			if base, ok := quantBase(t.Name); ok {
-				suspects[t.Name], suspects[base] = true, true
-			}
-		}
-	}
 	keys := map[string]string{}
-	companions := 0
-	for name := range suspects {
-		p, inP := views[0].Tensor(name)
-		e, inE := views[1].Tensor(name)
-		if inP && inE && p.DType == e.DType && slices.Equal(p.Shape, e.Shape) {
-			continue
-		}
-		if !inP && !inE {
-			continue
-		}
-		keys[name] = "quantized: not compared yet"
-		if _, ok := quantBase(name); ok {
-			companions++
+	bound, companions, missing := 0, 0, [2]int{}
+	for i, v := range views {
+		other := views[1-i]
+		for _, t := range v.Tensors {
+			if t.Quant == nil {
+				continue
+			}
+			bound++
+			o, ok := other.Tensor(t.Name)
+			switch {
+			case !ok:
+				missing[i]++
+			case sameEncoding(t, o):
+			default:
+				if _, seen := keys[t.Name]; !seen {
+					keys[t.Name] = "quantized: not compared yet (" + t.Quant.Codec.String() + ")"
+					companions += len(t.Quant.Companions)
+					if o.Quant != nil {
+						companions += len(o.Quant.Companions)
+					}
+				}
+			}
 		}
 	}
-	if len(keys) == 0 {
+	if bound == 0 {
 		return nil, Finding{}
 	}
 	var sides []string
 	for i, s := range []Side{Published, Exported} {
-		if methods[i] != "" {
-			sides = append(sides, fmt.Sprintf("the %s side (%s)", s, methods[i]))
+		if d.quant[i].method != "" && !d.quant[i].borrowed {
+			sides = append(sides, fmt.Sprintf("the %s side (%s)", s, d.quant[i].method))
 		}
 	}
-	msg := fmt.Sprintf("%s quantized: %s not compared yet, %s and the %s they belong to (a later version will dequantize them)",
-		strings.Join(sides, " and "), textfmt.Plural(len(keys), "key"), textfmt.Plural(companions, "scale or block tensor"),
-		textfmt.Plural(len(keys)-companions, "weight"))
+	msg := fmt.Sprintf("%s quantized: %s not compared yet, with the %s bound to them (a later version will dequantize them)",
+		strings.Join(sides, " and "), textfmt.Plural(len(keys), "weight"), textfmt.Plural(companions, "scale or block tensor"))
+	if len(keys) == 0 {
+		msg = strings.Join(sides, " and ") + " quantized: every weight both sides hold is stored alike and compared as it is"
+	}
+	for i, s := range []Side{Published, Exported} {
+		if missing[i] > 0 {
+			code := CodeMissingKey
+			if s == Exported {
+				code = CodeUnexpectedKey
+			}
+			msg += fmt.Sprintf("; %s of the %s side not in the other (each a %s)", textfmt.Plural(missing[i], "quantized weight"), s, code)
+		}
+	}
+	if len(keys) == 0 && missing == [2]int{} {
+		return nil, Finding{}
+	}
 	return keys, Finding{Code: CodeQuantizedUnsupported, Severity: Warning, Message: msg, Keys: slices.Sorted(maps.Keys(keys))}
 }
 

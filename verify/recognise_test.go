@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -70,7 +71,8 @@ func TestLoRAAdapter(t *testing.T) {
 // export dequantized by its trainer, and an MXFP4 one (gpt-oss's
 // mlp.experts.gate_up_proj_blocks and _scales, transformers
 // integrations/mxfp4.py) against a dequantized export: one warning each,
-// no missing keys, and the weights' values are skipped, not compared.
+// no missing keys, one logical tensor a weight (its companions bound to
+// it), and the weights' values are skipped, not compared.
 func TestQuantizedUnsupported(t *testing.T) {
 	norm := fixture.Tensor{Name: "model.norm.weight", DType: safetensors.BF16, Shape: []uint64{4}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
 	tests := []struct {
@@ -80,6 +82,7 @@ func TestQuantizedUnsupported(t *testing.T) {
 		method    string
 		compared  int
 		skipped   int
+		weights   int
 		companion int
 	}{
 		{"fp8 weight_scale_inv",
@@ -90,14 +93,15 @@ func TestQuantizedUnsupported(t *testing.T) {
 			[]fixture.Tensor{norm, raw("model.layers.0.mlp.down_proj.weight", safetensors.BF16, 256, 130),
 				raw("model.layers.0.self_attn.o_proj.weight", safetensors.BF16, 8, 8)},
 			map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{128, 128}},
-			"quantization_config fp8 e4m3", 1, 2, 2},
+			"quantization_config fp8 e4m3", 1, 2, 2, 2},
 		{"mxfp4 blocks and scales",
 			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj_blocks", safetensors.U8, 2, 8, 2, 16),
 				raw("model.layers.0.mlp.experts.gate_up_proj_scales", safetensors.U8, 2, 8, 2),
 				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
-			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj", safetensors.BF16, 2, 8, 64),
+			// dequantized as transformers does: [E, G·32, rows]
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj", safetensors.BF16, 2, 64, 8),
 				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
-			map[string]any{"quant_method": "mxfp4"}, "quantization_config mxfp4", 2, 0, 2},
+			map[string]any{"quant_method": "mxfp4"}, "quantization_config mxfp4", 2, 1, 1, 1},
 	}
 	for _, tt := range tests {
 		pub := filepath.Join(t.TempDir(), "published")
@@ -111,7 +115,7 @@ func TestQuantizedUnsupported(t *testing.T) {
 		}
 		f := d.Findings[0]
 		if f.Severity != Warning || !strings.Contains(f.Message, "the published side ("+tt.method+") quantized") ||
-			!strings.Contains(f.Message, fmt.Sprintf("%s and the", fmt.Sprintf("%d scale or block tensors", tt.companion))) {
+			!strings.Contains(f.Message, fmt.Sprintf("%s not compared yet, with the %s bound", textfmt.Plural(tt.weights, "weight"), textfmt.Plural(tt.companion, "scale or block tensor"))) {
 			t.Errorf("%s: %+v", tt.name, f)
 		}
 		rep, err := d.CompareValues(context.Background(), ValueOptions{})

@@ -289,11 +289,7 @@ func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
 // policy alone: every tensor the diff matched with the same shape, in the
 // published view's order (those skipped marked so), then the tie checks.
 func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
-	for _, p := range d.Published.View.Tensors {
-		e, ok := d.Exported.View.Tensor(p.Name)
-		if !ok || !slices.Equal(p.Shape, e.Shape) {
-			continue // the structural diff reports it
-		}
+	add := func(p, e adapter.Tensor) {
 		pr := newPair(p.Name, p, e, d.Published.Sources, d.Exported.Sources)
 		tol, skip := policy.For(p.Name)
 		pr.tol, pr.stats.Tolerance = tol, tol
@@ -310,6 +306,20 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 			pr.stats.skip(skip)
 		}
 		entries = append(entries, pr)
+	}
+	for _, p := range d.Published.View.Tensors {
+		e, ok := d.Exported.View.Tensor(p.Name)
+		// A quantized weight against another encoding is listed, skipped
+		// (notCompared); other shapes that differ the structural diff reports.
+		if !ok || (!slices.Equal(p.Shape, e.Shape) && p.Quant == nil && e.Quant == nil) {
+			continue
+		}
+		add(p, e)
+		if sameEncoding(p, e) { // stored alike: the companions compare byte for byte too
+			for k, c := range p.Quant.Companions {
+				add(c, e.Quant.Companions[k])
+			}
+		}
 	}
 	return entries, d.tieChecks()
 }
