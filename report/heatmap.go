@@ -20,6 +20,7 @@ const (
 	statusUnexpected    = "unexpected"    // exported, not published
 	statusReinitialized = "reinitialized" // values unrelated to the published ones
 	statusNonFinite     = "nonfinite"     // NaN or Inf where the published value is finite
+	statusDrift         = "drift"         // --expect derived: changed beyond the drift bound
 	statusMismatched    = "mismatched"    // shapes differ: values not comparable
 	statusSkipped       = "skipped"       // not compared (policy skip, dtypes)
 	statusChanged       = "changed"       // compared, values differ: coloured by relative L2
@@ -27,9 +28,10 @@ const (
 )
 
 var statusRank = map[string]int{statusMissing: 0, statusUnexpected: 1, statusReinitialized: 2, statusNonFinite: 3,
-	statusMismatched: 4, statusSkipped: 5, statusChanged: 6, statusUnchanged: 7}
+	statusDrift: 4, statusMismatched: 5, statusSkipped: 6, statusChanged: 7, statusUnchanged: 8}
 
-// statusDoc is the legend's text for each status but changed.
+// statusDoc is the legend's text for each status but changed; drift is
+// only ever seen, and so only in the legend, under --expect derived.
 var statusDoc = []struct{ status, label, glyph string }{
 	{statusUnchanged, "unchanged (relative L2 0)", "="},
 	{statusMissing, "missing from the export", "×"},
@@ -38,6 +40,7 @@ var statusDoc = []struct{ status, label, glyph string }{
 	{statusReinitialized, "re-initialized", "R"},
 	{statusNonFinite, "NaN or Inf", "!"},
 	{statusSkipped, "not compared", "–"},
+	{statusDrift, "changed beyond the drift bound", "»"},
 }
 
 func glyphOf(status string) string {
@@ -144,6 +147,8 @@ func tensorStatus(r *verify.Report) (map[string]string, map[string]*verify.Tenso
 			set(f.Key, statusReinitialized)
 		case verify.CodeNonFinite:
 			set(f.Key, statusNonFinite)
+		case verify.CodeDriftExcessive:
+			set(f.Key, statusDrift)
 		case verify.CodeShapeMismatch:
 			set(f.Key, statusMismatched)
 		}
@@ -328,7 +333,7 @@ func (c *heatCell) summarize(status map[string]string, stats map[string]*verify.
 		return
 	}
 	var parts []string
-	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
+	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusDrift, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
 		if counts[d] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[d], d))
 		}
@@ -355,6 +360,9 @@ func statsText(t *verify.TensorStats) string {
 	if t.NonFinite > 0 {
 		s += fmt.Sprintf("\n%s NaN or Inf exported where published is finite", textfmt.Thousands(t.NonFinite))
 	}
+	if t.Bound != nil {
+		s += "\ndrift bound: " + t.Bound.String()
+	}
 	return s
 }
 
@@ -371,6 +379,7 @@ var statusColor = map[string]string{
 	statusReinitialized: "#e03131",
 	statusNonFinite:     "#c2255c",
 	statusSkipped:       "#ced4da",
+	statusDrift:         "#a61e4d",
 }
 
 // paint sets a cell's colour: a changed cell by its relative L2 on the log
@@ -379,7 +388,7 @@ func (c *heatCell) paint(lo, hi int) {
 	c.Glyph = glyphOf(c.Status)
 	if c.Status != statusChanged {
 		c.Color = statusColor[c.Status]
-		c.Dark = c.Status == statusMissing || c.Status == statusUnexpected || c.Status == statusReinitialized || c.Status == statusNonFinite
+		c.Dark = darkStatus(c.Status)
 		return
 	}
 	t := 0.0
@@ -389,6 +398,11 @@ func (c *heatCell) paint(lo, hi int) {
 	rgb := scaleColor(t)
 	c.Color = fmt.Sprintf("#%02x%02x%02x", rgb[0], rgb[1], rgb[2])
 	c.Dark = t < 0.55
+}
+
+// darkStatus reports a status whose colour is dark: light text on it.
+func darkStatus(s string) bool {
+	return s == statusMissing || s == statusUnexpected || s == statusReinitialized || s == statusNonFinite || s == statusDrift
 }
 
 // scaleColor is the colour at t in [0, 1] (clamped) of the scale.

@@ -102,18 +102,21 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 	}
 	p := struct {
 		Command, Verdict, VerdictClass, Version, FailOn, CSP, Values string
-		Inputs                                                       []input
-		Summary                                                      verify.Summary
-		Codes                                                        []codeRow
-		Groups                                                       []group
-		All                                                          []finding
-		AllLeft                                                      int
-		Heat                                                         *heatmap
-		Top                                                          []top
-		Ticks                                                        []tick
-		Statuses                                                     []status
-		Gradient                                                     template.CSS
-		Data                                                         any
+		// Derived is set under --expect derived: the legend and the
+		// caption speak of drift from the published values.
+		Derived  bool
+		Inputs   []input
+		Summary  verify.Summary
+		Codes    []codeRow
+		Groups   []group
+		All      []finding
+		AllLeft  int
+		Heat     *heatmap
+		Top      []top
+		Ticks    []tick
+		Statuses []status
+		Gradient template.CSS
+		Data     any
 	}{
 		Command: r.Command, Verdict: Verdict(r), Version: opt.Version, FailOn: r.FailOn.String(),
 		CSP: pageCSP, Summary: r.Summary, Gradient: template.CSS("background:" + gradient()),
@@ -165,6 +168,7 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 	data := map[string]any{"command": r.Command, "ok": r.OK, "verdict": p.Verdict, "summary": r.Summary, "findings": len(r.Findings)}
 	if v := r.Values; v != nil {
 		p.Values = ValueSummary(v)
+		p.Derived = v.Expect.Derived()
 		p.Heat = buildHeatmap(r)
 		for _, t := range TopChanges(v.Tensors, 10) {
 			p.Top = append(p.Top, top{Key: quote(t.Key), RelL2: statText(t.RelL2), Cosine: statText(t.Cosine),
@@ -179,11 +183,14 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 					Left: template.CSS(fmt.Sprintf("left:%.2f%%", 100*float64(e-h.LogMin)/float64(span)))})
 			}
 			for _, d := range statusDoc {
+				if d.status == statusDrift && !p.Derived {
+					continue
+				}
 				class := ""
 				if d.status == statusSkipped {
 					class = "skipped"
 				}
-				if d.status == statusMissing || d.status == statusUnexpected || d.status == statusReinitialized || d.status == statusNonFinite {
+				if darkStatus(d.status) {
 					class = "dark"
 				}
 				p.Statuses = append(p.Statuses, status{Label: d.label, Glyph: d.glyph, Class: class,
