@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/verify"
@@ -86,11 +87,14 @@ type heatmap struct {
 
 // layerKey splits a key of a layer stack: model.layers.3.self_attn.q_proj.weight
 // is stack "model.layers", layer 3, rest "self_attn.q_proj.weight".
-var layerKey = regexp.MustCompile(`^(.*?(?:^|\.)(?:layers|layer|h|blocks))\.(\d+)\.(.+)$`)
+// Compiled when first used, like expertIndex: not at start-up.
+var layerKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.*?(?:^|\.)(?:layers|layer|h|blocks))\.(\d+)\.(.+)$`)
+})
 
 // expertIndex matches the expert number in a layer's key, which cells
 // aggregate over.
-var expertIndex = regexp.MustCompile(`(^|\.)experts\.\d+\.`)
+var expertIndex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|\.)experts\.\d+\.`) })
 
 // columnOrder is the order of the usual kinds; others follow, sorted.
 var columnOrder = []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm", "gate_proj", "up_proj", "down_proj",
@@ -101,7 +105,7 @@ var columnOrder = []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_
 // module it sits in (self_attn, mlp) and without ".weight"; experts lose
 // their number.
 func kindOf(rest string) string {
-	rest = expertIndex.ReplaceAllString(rest, "${1}experts.")
+	rest = expertIndex().ReplaceAllString(rest, "${1}experts.")
 	rest = strings.TrimSuffix(rest, ".weight")
 	for _, m := range []string{"self_attn.", "mlp.", "attention.", "attn.", "feed_forward.", "block_sparse_moe."} {
 		if r, ok := strings.CutPrefix(rest, m); ok {
@@ -179,7 +183,7 @@ func buildHeatmap(r *verify.Report) *heatmap {
 	stacks := map[string]bool{}
 	special := map[string]*heatRow{}
 	for _, k := range keys {
-		if m := layerKey.FindStringSubmatch(k); m != nil {
+		if m := layerKey().FindStringSubmatch(k); m != nil {
 			n, err := strconv.Atoi(m[2])
 			if err == nil && n < 1<<20 {
 				id := layerID{m[1], n}
