@@ -56,6 +56,8 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeReinitialized:      FamilyValues,
 	verify.CodeTiedWeightMismatch: FamilyValues,
 	verify.CodeUnchanged:          FamilyValues,
+	verify.CodeDriftExcessive:     FamilyValues,
+	verify.CodeNotTrained:         FamilyValues,
 
 	verify.CodeShardUnreadable: FamilyFiles,
 	verify.CodeShardMissing:    FamilyFiles,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/verify"
@@ -20,6 +21,7 @@ const (
 	statusUnexpected    = "unexpected"    // exported, not published
 	statusReinitialized = "reinitialized" // values unrelated to the published ones
 	statusNonFinite     = "nonfinite"     // NaN or Inf where the published value is finite
+	statusDrift         = "drift"         // --expect derived: changed beyond the drift bound
 	statusMismatched    = "mismatched"    // shapes differ: values not comparable
 	statusSkipped       = "skipped"       // not compared (policy skip, dtypes)
 	statusChanged       = "changed"       // compared, values differ: coloured by relative L2
@@ -27,9 +29,10 @@ const (
 )
 
 var statusRank = map[string]int{statusMissing: 0, statusUnexpected: 1, statusReinitialized: 2, statusNonFinite: 3,
-	statusMismatched: 4, statusSkipped: 5, statusChanged: 6, statusUnchanged: 7}
+	statusDrift: 4, statusMismatched: 5, statusSkipped: 6, statusChanged: 7, statusUnchanged: 8}
 
-// statusDoc is the legend's text for each status but changed.
+// statusDoc is the legend's text for each status but changed; drift is
+// only ever seen, and so only in the legend, under --expect derived.
 var statusDoc = []struct{ status, label, glyph string }{
 	{statusUnchanged, "unchanged (relative L2 0)", "="},
 	{statusMissing, "missing from the export", "×"},
@@ -38,6 +41,7 @@ var statusDoc = []struct{ status, label, glyph string }{
 	{statusReinitialized, "re-initialized", "R"},
 	{statusNonFinite, "NaN or Inf", "!"},
 	{statusSkipped, "not compared", "–"},
+	{statusDrift, "changed beyond the drift bound", "»"},
 }
 
 func glyphOf(status string) string {
@@ -83,11 +87,14 @@ type heatmap struct {
 
 // layerKey splits a key of a layer stack: model.layers.3.self_attn.q_proj.weight
 // is stack "model.layers", layer 3, rest "self_attn.q_proj.weight".
-var layerKey = regexp.MustCompile(`^(.*?(?:^|\.)(?:layers|layer|h|blocks))\.(\d+)\.(.+)$`)
+// Compiled when first used, like expertIndex: not at start-up.
+var layerKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.*?(?:^|\.)(?:layers|layer|h|blocks))\.(\d+)\.(.+)$`)
+})
 
 // expertIndex matches the expert number in a layer's key, which cells
 // aggregate over.
-var expertIndex = regexp.MustCompile(`(^|\.)experts\.\d+\.`)
+var expertIndex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|\.)experts\.\d+\.`) })
 
 // columnOrder is the order of the usual kinds; others follow, sorted.
 var columnOrder = []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm", "gate_proj", "up_proj", "down_proj",
@@ -98,7 +105,7 @@ var columnOrder = []string{"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_
 // module it sits in (self_attn, mlp) and without ".weight"; experts lose
 // their number.
 func kindOf(rest string) string {
-	rest = expertIndex.ReplaceAllString(rest, "${1}experts.")
+	rest = expertIndex().ReplaceAllString(rest, "${1}experts.")
 	rest = strings.TrimSuffix(rest, ".weight")
 	for _, m := range []string{"self_attn.", "mlp.", "attention.", "attn.", "feed_forward.", "block_sparse_moe."} {
 		if r, ok := strings.CutPrefix(rest, m); ok {
@@ -144,6 +151,8 @@ func tensorStatus(r *verify.Report) (map[string]string, map[string]*verify.Tenso
 			set(f.Key, statusReinitialized)
 		case verify.CodeNonFinite:
 			set(f.Key, statusNonFinite)
+		case verify.CodeDriftExcessive:
+			set(f.Key, statusDrift)
 		case verify.CodeShapeMismatch:
 			set(f.Key, statusMismatched)
 		}
@@ -174,7 +183,7 @@ func buildHeatmap(r *verify.Report) *heatmap {
 	stacks := map[string]bool{}
 	special := map[string]*heatRow{}
 	for _, k := range keys {
-		if m := layerKey.FindStringSubmatch(k); m != nil {
+		if m := layerKey().FindStringSubmatch(k); m != nil {
 			n, err := strconv.Atoi(m[2])
 			if err == nil && n < 1<<20 {
 				id := layerID{m[1], n}
@@ -328,7 +337,7 @@ func (c *heatCell) summarize(status map[string]string, stats map[string]*verify.
 		return
 	}
 	var parts []string
-	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
+	for _, d := range []string{statusMissing, statusUnexpected, statusReinitialized, statusNonFinite, statusDrift, statusMismatched, statusSkipped, statusChanged, statusUnchanged} {
 		if counts[d] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[d], d))
 		}
@@ -355,6 +364,9 @@ func statsText(t *verify.TensorStats) string {
 	if t.NonFinite > 0 {
 		s += fmt.Sprintf("\n%s NaN or Inf exported where published is finite", textfmt.Thousands(t.NonFinite))
 	}
+	if t.Bound != nil {
+		s += "\ndrift bound: " + t.Bound.String()
+	}
 	return s
 }
 
@@ -371,6 +383,7 @@ var statusColor = map[string]string{
 	statusReinitialized: "#e03131",
 	statusNonFinite:     "#c2255c",
 	statusSkipped:       "#ced4da",
+	statusDrift:         "#a61e4d",
 }
 
 // paint sets a cell's colour: a changed cell by its relative L2 on the log
@@ -379,7 +392,7 @@ func (c *heatCell) paint(lo, hi int) {
 	c.Glyph = glyphOf(c.Status)
 	if c.Status != statusChanged {
 		c.Color = statusColor[c.Status]
-		c.Dark = c.Status == statusMissing || c.Status == statusUnexpected || c.Status == statusReinitialized || c.Status == statusNonFinite
+		c.Dark = darkStatus(c.Status)
 		return
 	}
 	t := 0.0
@@ -389,6 +402,11 @@ func (c *heatCell) paint(lo, hi int) {
 	rgb := scaleColor(t)
 	c.Color = fmt.Sprintf("#%02x%02x%02x", rgb[0], rgb[1], rgb[2])
 	c.Dark = t < 0.55
+}
+
+// darkStatus reports a status whose colour is dark: light text on it.
+func darkStatus(s string) bool {
+	return s == statusMissing || s == statusUnexpected || s == statusReinitialized || s == statusNonFinite || s == statusDrift
 }
 
 // scaleColor is the colour at t in [0, 1] (clamped) of the scale.

@@ -55,6 +55,9 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 	}
 	if v := r.Values; v != nil {
 		writeValues(&b, v)
+		if v.Expect.Derived() {
+			writeDrift(&b, r)
+		}
 	}
 	for _, g := range groupByCode(r.Findings) {
 		fmt.Fprintf(&b, "\n%s %s (%d)\n", g[0].Severity, g[0].Code, len(g))

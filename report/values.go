@@ -95,16 +95,23 @@ func cmpNaNLast(a, b float64) int {
 // ValueSummary is the one-line summary of a value comparison.
 func ValueSummary(v *verify.ValueReport) string {
 	var parts []string
+	within, outside := "within tolerance", "outside tolerance"
+	if v.Expect.Derived() {
+		within, outside = "within the drift bound", "failed as a fine-tune"
+	}
 	for _, p := range []struct {
 		n    int
 		text string
-	}{{v.BitIdentical, "bit-identical"}, {v.Equal, "equal values"}, {v.WithinTolerance, "within tolerance"},
-		{v.Mismatched, "outside tolerance"}, {v.Skipped, "not compared"}} {
+	}{{v.BitIdentical, "bit-identical"}, {v.Equal, "equal values"}, {v.WithinTolerance, within},
+		{v.Mismatched, outside}, {v.Skipped, "not compared"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %s", thousands(p.n), p.text))
 		}
 	}
 	s := thousands(v.Compared) + " compared"
+	if v.Expect.Derived() {
+		s += " as a fine-tune (--expect derived)"
+	}
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}

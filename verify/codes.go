@@ -64,6 +64,8 @@ const (
 	CodeReinitialized      Code = "reinitialized"
 	CodeTiedWeightMismatch Code = "tied_weight_mismatch"
 	CodeUnchanged          Code = "unchanged"
+	CodeDriftExcessive     Code = "drift_excessive"
+	CodeNotTrained         Code = "not_trained"
 
 	CodeWeightsOnlyExport Code = "weights_only_export"
 	CodeMissingFile       Code = "missing_file"
@@ -137,7 +139,9 @@ var codes = []CodeDoc{
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},
 	{CodeTiedWeightMismatch, Error, "diff --values: a tied lm_head.weight differs from its side's embedding"},
-	{CodeUnchanged, Info, "diff --values with a tolerance: tensors bit-identical to the published ones (frozen, or never trained?)"},
+	{CodeUnchanged, Info, "diff --values with a tolerance or --expect derived: tensors bit-identical to the published ones (frozen, or never trained?)"},
+	{CodeDriftExcessive, Error, "diff --values --expect derived: a tensor related to the published one but changed more than training does (relative L2 above max_rel_l2, 0.25 by default, or cosine below min_cosine, 0.95); gives both numbers and the bound"},
+	{CodeNotTrained, Warning, "diff --values --expect derived: every compared tensor holds the published values: a copy, not a model trained from them"},
 	{CodeWeightsOnlyExport, Info, "diff: the export has no config or tokenizer files (normal mid-pipeline); lists what to copy from the published side before upload"},
 	{CodeMissingFile, Warning, "diff: a config, tokenizer, generation or chat-template file the published side has is missing from the export (an error with --require-files)"},
 	{CodeConfigChanged, Warning, "diff: a config.json field differs, after normalising transformers v5 names; a warning for architecture and numerics fields, info for the rest"},

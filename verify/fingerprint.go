@@ -14,7 +14,7 @@ import (
 
 // fingerprintVersion changes whenever what Fingerprint covers changes, so
 // that reports of two versions never merge by accident.
-const fingerprintVersion = "ckptcheck.fingerprint/v1"
+const fingerprintVersion = "ckptcheck.fingerprint/v2"
 
 // Fingerprint is a digest ("sha256:…") of everything that decides the
 // result of a diff and its value comparison, so that Merge can refuse
@@ -24,7 +24,8 @@ const fingerprintVersion = "ckptcheck.fingerprint/v1"
 //     version and every command-line flag that changes a result (adapters
 //     chosen by name and the contents of adapter files, renames, prefixes,
 //     ties, dtype, tolerances, ignores), as "name=value" lines;
-//   - the value policy (default tolerance and rules);
+//   - the value policy (what is expected, the default tolerance and drift
+//     bound, and the rules);
 //   - for each side, the files read: each shard's name, size and version
 //     (its modification time, or for a checkpoint resolved in the hub cache
 //     the commit), the index's mapping and config.json's fields as parsed,
@@ -40,12 +41,19 @@ func (d *Comparison) Fingerprint(policy ValuePolicy, settings []string) string {
 	w := fingerprinter{h: sha256.New()}
 	w.str(fingerprintVersion)
 	w.strs(settings)
+	expect, _ := ParseExpect(string(policy.Expect))
+	w.str(string(expect))
 	w.str(policy.Default.String())
+	drift := DefaultDrift
+	if policy.Drift != nil {
+		drift = *policy.Drift
+	}
+	w.str(strconv.FormatFloat(drift.MaxRelL2, 'g', -1, 64) + " " + strconv.FormatFloat(drift.MinCosine, 'g', -1, 64))
 	w.num(len(policy.Rules))
 	for _, r := range policy.Rules {
 		w.str(r.Match)
 		w.str(r.Skip)
-		for _, v := range []*float64{r.Atol, r.Rtol} {
+		for _, v := range []*float64{r.Atol, r.Rtol, r.MaxRelL2, r.MinCosine} {
 			if v == nil {
 				w.str("unset")
 			} else {

@@ -226,6 +226,17 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 			continue
 		}
 		v, p := r.Values, r.Partition
+		// The fingerprint covers what was expected; a report that does
+		// not say is of ExpectEqual.
+		expect, err := ParseExpect(string(v.Expect))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: values: %v", info.Reports[i], err)
+		}
+		if out.Expect == "" {
+			out.Expect = expect
+		} else if out.Expect != expect {
+			return nil, nil, fmt.Errorf("%s expects %s values, the reports before it %s: the reports disagree", info.Reports[i], expect, out.Expect)
+		}
 		out.Compared += v.Compared
 		out.BitIdentical += v.BitIdentical
 		out.Equal += v.Equal
@@ -251,7 +262,7 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 			k++
 		}
 		for _, f := range r.Findings[p.Structural:] {
-			if f.Code == CodeUnchanged {
+			if f.Code == CodeUnchanged || f.Code == CodeNotTrained {
 				continue // recomputed over every partition below
 			}
 			at, ok := atOf[f.Key]
@@ -263,6 +274,9 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 			}
 			findings = append(findings, ranked{at, f})
 		}
+	}
+	if out.Expect == "" {
+		out.Expect = ExpectEqual
 	}
 	slices.SortStableFunc(tensors, func(a, b placed) int { return cmp.Compare(a.at, b.at) })
 	var unchanged []string
@@ -277,12 +291,17 @@ func mergeValues(byIndex []*Report, info *MergeInfo, ignores []Ignore) (*ValueRe
 	for _, f := range findings {
 		fs = append(fs, f.f)
 	}
-	if out.Tolerant && len(unchanged) > 0 {
-		// The partitions counted the keys the ignores left out of their
-		// shares; here they are only left out again.
-		kept, _ := ApplyIgnores([]Finding{unchangedFinding(unchanged)}, ignores)
-		fs = append(fs, kept...)
+	var whole []Finding
+	if (out.Tolerant || out.Expect.Derived()) && len(unchanged) > 0 {
+		whole = append(whole, unchangedFinding(unchanged))
 	}
+	if f, ok := notTrained(out.Tensors); ok && out.Expect.Derived() {
+		whole = append(whole, f)
+	}
+	// The partitions counted the keys the ignores left out of their
+	// shares; here they are only left out again.
+	kept, _ := ApplyIgnores(whole, ignores)
+	fs = append(fs, kept...)
 	out.Findings = fs
 	return out, fs, nil
 }

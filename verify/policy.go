@@ -18,20 +18,30 @@ type Tolerance struct {
 }
 
 // A Rule gives tensors whose HF name matches a glob (the project's one
-// dialect, see adapter.Glob: "*" crosses dots) their own tolerance, or skips
-// them with a reason. Unset Atol/Rtol fall back to the default.
+// dialect, see adapter.Glob: "*" crosses dots) their own tolerance and
+// drift bound, or skips them with a reason. Unset fields fall back to the
+// default.
 type Rule struct {
 	Match string   `json:"match"`
 	Atol  *float64 `json:"atol,omitempty"`
 	Rtol  *float64 `json:"rtol,omitempty"`
-	Skip  string   `json:"skip,omitempty"`
+	// MaxRelL2 and MinCosine bound the drift under ExpectDerived.
+	MaxRelL2  *float64 `json:"max_rel_l2,omitempty"`
+	MinCosine *float64 `json:"min_cosine,omitempty"`
+	Skip      string   `json:"skip,omitempty"`
 }
 
-// A ValuePolicy says when values are equal enough: a default tolerance and
-// per-pattern rules, the first match winning.
+// A ValuePolicy says when values are close enough: what is expected of
+// them, a default tolerance and drift bound, and per-pattern rules, the
+// first match winning.
 type ValuePolicy struct {
+	// Expect is ExpectEqual (also when empty) or ExpectDerived.
+	Expect  Expect
 	Default Tolerance
-	Rules   []Rule
+	// Drift is the default drift bound under ExpectDerived; nil means
+	// DefaultDrift.
+	Drift *DriftBound
+	Rules []Rule
 	// globs are Rules' patterns compiled once (ReadPolicy, Compile), so
 	// that For allocates nothing per tensor.
 	globs []*adapter.Glob
@@ -74,37 +84,65 @@ func (p ValuePolicy) Tolerant() bool {
 	return false
 }
 
+// rule is the first rule matching name, or nil.
+func (p ValuePolicy) rule(name string) *Rule {
+	for i := range p.Rules {
+		if p.glob(i).Match(name) {
+			return &p.Rules[i]
+		}
+	}
+	return nil
+}
+
 // For returns the tolerance for a tensor, or the reason it is skipped.
 func (p ValuePolicy) For(name string) (Tolerance, string) {
-	for i, r := range p.Rules {
-		if !p.glob(i).Match(name) {
-			continue
-		}
-		if r.Skip != "" {
-			return Tolerance{}, r.Skip
-		}
-		t := p.Default
-		if r.Atol != nil {
-			t.Atol = *r.Atol
-		}
-		if r.Rtol != nil {
-			t.Rtol = *r.Rtol
-		}
-		return t, ""
+	r := p.rule(name)
+	if r == nil {
+		return p.Default, ""
 	}
-	return p.Default, ""
+	if r.Skip != "" {
+		return Tolerance{}, r.Skip
+	}
+	t := p.Default
+	if r.Atol != nil {
+		t.Atol = *r.Atol
+	}
+	if r.Rtol != nil {
+		t.Rtol = *r.Rtol
+	}
+	return t, ""
+}
+
+// BoundFor returns the drift bound for a tensor under ExpectDerived.
+func (p ValuePolicy) BoundFor(name string) DriftBound {
+	b := DefaultDrift
+	if p.Drift != nil {
+		b = *p.Drift
+	}
+	if r := p.rule(name); r != nil {
+		b = b.with(r.MaxRelL2, r.MinCosine)
+	}
+	return b
 }
 
 // ReadPolicy parses a policy file:
 //
 //	{"rules":[{"match":"model.layers.*.mlp.gate.weight","rtol":1e-2},
+//	          {"match":"*.embed_tokens.weight","max_rel_l2":0.5},
 //	          {"match":"*.expert_bias","skip":"not round-trippable"}]}
 //
-// A "default" object ({"atol":..,"rtol":..}) may set the default tolerance.
+// A "default" object ({"atol":..,"rtol":..,"max_rel_l2":..,"min_cosine":..})
+// may set the default tolerance and drift bound. What is expected
+// (ValuePolicy.Expect) is the caller's to set, not the file's.
 func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 	var file struct {
-		Default *Tolerance `json:"default"`
-		Rules   []Rule     `json:"rules"`
+		Default *struct {
+			Atol      float64  `json:"atol"`
+			Rtol      float64  `json:"rtol"`
+			MaxRelL2  *float64 `json:"max_rel_l2"`
+			MinCosine *float64 `json:"min_cosine"`
+		} `json:"default"`
+		Rules []Rule `json:"rules"`
 	}
 	dec := json.NewDecoder(io.LimitReader(r, 16<<20))
 	dec.DisallowUnknownFields()
@@ -116,8 +154,15 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 		return ValuePolicy{}, fmt.Errorf("policy: text after the policy object (at byte %d)", dec.InputOffset())
 	}
 	var p ValuePolicy
-	if file.Default != nil {
-		p.Default = *file.Default
+	if d := file.Default; d != nil {
+		p.Default = Tolerance{Atol: d.Atol, Rtol: d.Rtol}
+		if d.MaxRelL2 != nil || d.MinCosine != nil {
+			b := DefaultDrift.with(d.MaxRelL2, d.MinCosine)
+			p.Drift = &b
+		}
+		if err := checkBound(d.MaxRelL2, d.MinCosine); err != nil {
+			return ValuePolicy{}, fmt.Errorf("policy: default: %v", err)
+		}
 	}
 	if err := checkTolerance(p.Default); err != nil {
 		return ValuePolicy{}, fmt.Errorf("policy: default: %v", err)
@@ -126,13 +171,16 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 		if rule.Match == "" {
 			return ValuePolicy{}, fmt.Errorf("policy: rule %d: empty match pattern", i+1)
 		}
-		if rule.Skip == "" && rule.Atol == nil && rule.Rtol == nil {
-			return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): says neither a tolerance nor skip", i+1, rule.Match)
+		if rule.Skip == "" && rule.Atol == nil && rule.Rtol == nil && rule.MaxRelL2 == nil && rule.MinCosine == nil {
+			return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): says neither a tolerance nor skip (nor max_rel_l2, min_cosine)", i+1, rule.Match)
 		}
 		for _, v := range []*float64{rule.Atol, rule.Rtol} {
 			if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
 				return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): tolerances must be finite and non-negative", i+1, rule.Match)
 			}
+		}
+		if err := checkBound(rule.MaxRelL2, rule.MinCosine); err != nil {
+			return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): %v", i+1, rule.Match, err)
 		}
 	}
 	p.Rules = file.Rules
@@ -144,6 +192,17 @@ func checkTolerance(t Tolerance) error {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("tolerances must be finite and non-negative, not %v", v)
 		}
+	}
+	return nil
+}
+
+// checkBound checks a drift bound's fields that are set.
+func checkBound(maxRelL2, minCosine *float64) error {
+	if v := maxRelL2; v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+		return fmt.Errorf("max_rel_l2 must be finite and non-negative, not %v", *v)
+	}
+	if v := minCosine; v != nil && !(*v >= -1 && *v <= 1) {
+		return fmt.Errorf("min_cosine must be between -1 and 1, not %v", *v)
 	}
 	return nil
 }

@@ -185,3 +185,36 @@ func TestPolicyCompilesOnce(t *testing.T) {
 		t.Errorf("literal: %v allocations", a)
 	}
 }
+
+// TestReadPolicyDrift: max_rel_l2 and min_cosine set the drift bound, as
+// the default and per rule, each falling back to the default on its own.
+func TestReadPolicyDrift(t *testing.T) {
+	p, err := ReadPolicy(strings.NewReader(`{"default":{"max_rel_l2":0.3},"rules":[{"match":"*.embed_tokens.weight","min_cosine":0.8},{"match":"*.bias","skip":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]DriftBound{
+		"model.embed_tokens.weight": {MaxRelL2: 0.3, MinCosine: 0.8},
+		"model.norm.weight":         {MaxRelL2: 0.3, MinCosine: 0.95},
+	} {
+		if got := p.BoundFor(name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	if p.Tolerant() {
+		t.Error("a drift bound is not a tolerance")
+	}
+	if got := (ValuePolicy{}).BoundFor("x"); got != DefaultDrift {
+		t.Errorf("no policy: %v, want %v", got, DefaultDrift)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{`{"rules":[{"match":"*","max_rel_l2":-1}]}`, "max_rel_l2 must be finite and non-negative"},
+		{`{"rules":[{"match":"*","min_cosine":1.5}]}`, "min_cosine must be between -1 and 1"},
+		{`{"default":{"min_cosine":-2}}`, "default: min_cosine"},
+		{`{"default":{"expect":"derived"}}`, `unknown field "expect"`},
+	} {
+		if _, err := ReadPolicy(strings.NewReader(tt.in)); err == nil || !strings.HasPrefix(err.Error(), "policy: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}

@@ -92,6 +92,9 @@ type TensorStats struct {
 	// other is not the same.
 	NonFiniteAt []uint64  `json:"nonfinite_at,omitempty"`
 	Tolerance   Tolerance `json:"tolerance"`
+	// Bound is the drift bound the tensor is judged by under
+	// ExpectDerived; nil under ExpectEqual.
+	Bound *DriftBound `json:"bound,omitempty"`
 	// Constant is set when either side holds one value throughout: no
 	// evidence of re-initialization either way.
 	Constant bool   `json:"constant,omitempty"`
@@ -100,6 +103,10 @@ type TensorStats struct {
 
 // ValueReport sums up a value comparison.
 type ValueReport struct {
+	// Expect is what the values were judged against: ExpectEqual
+	// (WithinTolerance and Mismatched count the tolerance's verdicts) or
+	// ExpectDerived (they count the drift bound's).
+	Expect          Expect        `json:"expect"`
 	Compared        int           `json:"compared"`
 	BitIdentical    int           `json:"bit_identical"`
 	Equal           int           `json:"equal"` // equal values in other bytes (an exact upcast)
@@ -189,7 +196,11 @@ func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 // with the side's embedding. Reads go through the read scheduler into
 // bounded, reused buffers on all cores; ctx stops it between blocks.
 func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*ValueReport, error) {
-	rep := &ValueReport{Tensors: []TensorStats{}, Tolerant: opt.Policy.Tolerant()}
+	expect, err := ParseExpect(string(opt.Policy.Expect))
+	if err != nil {
+		return nil, err
+	}
+	rep := &ValueReport{Expect: expect, Tensors: []TensorStats{}, Tolerant: opt.Policy.Tolerant()}
 	entries, ties := d.valueWork(opt.Policy)
 	work := workItems(entries, ties)
 	in := opt.Partition.Select(work)
@@ -237,19 +248,24 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 	for _, pr := range pairs {
 		s := &pr.stats
 		rep.Compared++
+		var fs []Finding
+		if expect.Derived() {
+			fs = derivedFindings(s)
+		} else {
+			fs = valueFindings(s)
+		}
 		switch {
 		case s.BitIdentical:
 			rep.BitIdentical++
 			unchanged = append(unchanged, s.Key)
-		case s.Mismatches > 0 || s.reinitialized():
+		case expect.Derived() && len(fs) > 0, !expect.Derived() && (s.Mismatches > 0 || s.reinitialized()):
 			rep.Mismatched++
-		case pr.tol == (Tolerance{}) || s.MaxAbsDiff == 0:
+		case s.valuesEqual(), pr.tol == (Tolerance{}) && !expect.Derived():
 			rep.Equal++
 		default:
 			rep.WithinTolerance++
 		}
-		fs := valueFindings(s)
-		if pr.engine.Stats.WithinRounding && s.Mismatches > 0 && len(fs) > 0 && fs[0].Code == CodeValueMismatch {
+		if !expect.Derived() && pr.engine.Stats.WithinRounding && s.Mismatches > 0 && len(fs) > 0 && fs[0].Code == CodeValueMismatch {
 			tol := roundingTolerance(s.Published)
 			fs[0].Message += fmt.Sprintf("; every difference is within %s rounding of the published values, which %s accepts",
 				s.Published, tol.Flags())
@@ -264,14 +280,18 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 					textfmt.Float(float64(t.stats.MaxAbsDiff)), coords(t.stats.MaxAt))})
 		}
 	}
-	if rep.Tolerant && len(unchanged) > 0 {
+	if (rep.Tolerant || expect.Derived()) && len(unchanged) > 0 {
 		rep.Findings = append(rep.Findings, unchangedFinding(unchanged))
+	}
+	if f, ok := notTrained(rep.Tensors); ok && expect.Derived() {
+		rep.Findings = append(rep.Findings, f)
 	}
 	return rep, nil
 }
 
 // unchangedFinding is the summary of tensors bit-identical to the
-// published ones when a tolerance said a fine-tune was expected.
+// published ones when a tolerance or ExpectDerived said a fine-tune was
+// expected.
 func unchangedFinding(keys []string) Finding {
 	msg := fmt.Sprintf("%s bit-identical to the published ones: frozen on purpose, or never updated",
 		textfmt.Plural(len(keys), "tensor"))
@@ -293,6 +313,10 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 		pr := newPair(p.Name, p, e, d.Published.Sources, d.Exported.Sources)
 		tol, skip := policy.For(p.Name)
 		pr.tol, pr.stats.Tolerance = tol, tol
+		if policy.Expect.Derived() {
+			b := policy.BoundFor(p.Name)
+			pr.stats.Bound = &b
+		}
 		if skip == "" {
 			skip = d.notCompared[p.Name]
 		}
@@ -440,9 +464,7 @@ func valueFindings(s *TensorStats) []Finding {
 	var out []Finding
 	switch {
 	case s.reinitialized():
-		out = append(out, Finding{Code: CodeReinitialized, Severity: Error, Key: s.Key,
-			Message: fmt.Sprintf("values unrelated to the published ones (cosine %s, relative L2 %s): random init, wrong file, or weights never loaded", textfmt.Float(float64(s.Cosine)), textfmt.Float(float64(s.RelL2))),
-			Got:     map[string]any{"cosine": s.Cosine, "rel_l2": s.RelL2}})
+		out = append(out, reinitializedFinding(s))
 	case s.Mismatches > 0:
 		msg := fmt.Sprintf("%s of %s elements outside %s; worst |Δ| %s at %s (published %s, exported %s)",
 			textfmt.Thousands(s.Mismatches), textfmt.Thousands(s.Elements), s.Tolerance, textfmt.Float(float64(s.MaxAbsDiff)), coords(s.MaxAt),
@@ -458,10 +480,20 @@ func valueFindings(s *TensorStats) []Finding {
 			Got: map[string]any{"mismatches": s.Mismatches, "max_abs_diff": s.MaxAbsDiff, "rel_l2": s.RelL2}})
 	}
 	if s.NonFinite > 0 {
-		out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: s.Key,
-			Message: fmt.Sprintf("%s NaN or Inf values where the published tensor is finite", textfmt.Thousands(s.NonFinite))})
+		out = append(out, nonFiniteFinding(s))
 	}
 	return out
+}
+
+func reinitializedFinding(s *TensorStats) Finding {
+	return Finding{Code: CodeReinitialized, Severity: Error, Key: s.Key,
+		Message: fmt.Sprintf("values unrelated to the published ones (cosine %s, relative L2 %s): random init, wrong file, or weights never loaded", textfmt.Float(float64(s.Cosine)), textfmt.Float(float64(s.RelL2))),
+		Got:     map[string]any{"cosine": s.Cosine, "rel_l2": s.RelL2}}
+}
+
+func nonFiniteFinding(s *TensorStats) Finding {
+	return Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: s.Key,
+		Message: fmt.Sprintf("%s NaN or Inf values where the published tensor is finite", textfmt.Thousands(s.NonFinite))}
 }
 
 // roundingTolerance is the tolerance that accepts any difference within a

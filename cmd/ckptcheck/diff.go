@@ -37,6 +37,7 @@ func diffCommand() *cli.Command {
 			&cli.BoolFlag{Name: "values", Usage: "compare every matched tensor's values element by element (reads all the data)"},
 			&cli.FloatFlag{Name: "atol", Usage: "with --values: absolute tolerance `A`, |e - p| <= atol + rtol*|p|"},
 			&cli.FloatFlag{Name: "rtol", Usage: "with --values: relative tolerance `R`"},
+			&cli.StringFlag{Name: "expect", Value: "equal", Usage: "with --values: `equal` (the published values, within --atol/--rtol) or derived (trained from them: each tensor within relative L2 0.25 and cosine 0.95 of the published one; max_rel_l2 and min_cosine in --policy change the bound)"},
 			&cli.StringFlag{Name: "policy", Usage: "with --values: a JSON `FILE` of per-pattern rules, first match wins: {\"rules\":[{\"match\":\"*.mlp.gate.weight\",\"rtol\":1e-2},{\"match\":\"*.expert_bias\",\"skip\":\"why\"}]}", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			htmlFlag,
@@ -185,9 +186,17 @@ func valuePolicy(cmd *cli.Command) (verify.ValuePolicy, error) {
 			p.Default.Rtol = v
 		}
 	}
-	if !cmd.Bool("values") && (cmd.IsSet("atol") || cmd.IsSet("rtol") || cmd.IsSet("policy")) {
-		return p, usageError("--atol, --rtol and --policy need --values")
+	if !cmd.Bool("values") && (cmd.IsSet("atol") || cmd.IsSet("rtol") || cmd.IsSet("policy") || cmd.IsSet("expect")) {
+		return p, usageError("--atol, --rtol, --policy and --expect need --values")
 	}
+	expect, err := verify.ParseExpect(cmd.String("expect"))
+	if err != nil {
+		return p, usageError("--%v", err)
+	}
+	if expect.Derived() && (cmd.IsSet("atol") || cmd.IsSet("rtol")) {
+		return p, usageError("--atol and --rtol judge --expect equal; --expect derived judges by the drift bound (max_rel_l2, min_cosine in --policy)")
+	}
+	p.Expect = expect
 	return p, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v3"
@@ -125,11 +126,12 @@ func usageError(format string, args ...any) error {
 }
 
 // flagRef matches the library's single-dash flag names in its errors.
-var flagRef = regexp.MustCompile(`(flag|defined:) -([a-z][a-z-]+)`)
+// Compiled when an error needs it, not at start-up.
+var flagRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(flag|defined:) -([a-z][a-z-]+)`) })
 
 // flagNames writes flags in errors as users type them: --fail-on.
 func flagNames(msg string) string {
-	msg = flagRef.ReplaceAllString(msg, "$1 --$2")
+	msg = flagRef().ReplaceAllString(msg, "$1 --$2")
 	return strings.Replace(msg, "flag provided but not defined:", "unknown flag", 1)
 }
 
