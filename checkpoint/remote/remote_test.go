@@ -484,7 +484,8 @@ func TestReadAheadSequential(t *testing.T) {
 	s := serve(t, dir)
 	var w waits
 	opt := remoteOpts(&w)
-	f, err := OpenFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	var b Base
+	f, err := b.OpenFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,11 +522,11 @@ func TestReadAheadSequential(t *testing.T) {
 	if s.Requests() > 20 || s.Bytes() > size+8*block {
 		t.Errorf("%d requests, %d bytes for a %d-byte file", s.Requests(), s.Bytes(), size)
 	}
-	chunkMu.Lock()
-	if chunkCount > aheadBuffers {
-		t.Errorf("%d chunk buffers made", chunkCount)
+	b.pool.mu.Lock()
+	if b.pool.made > aheadBuffers {
+		t.Errorf("%d chunk buffers made", b.pool.made)
 	}
-	chunkMu.Unlock()
+	b.pool.mu.Unlock()
 }
 
 func TestReadAheadRandom(t *testing.T) {
@@ -535,7 +536,7 @@ func TestReadAheadRandom(t *testing.T) {
 	s := serve(t, dir)
 	var w waits
 	opt := remoteOpts(&w)
-	f, err := OpenFile(context.Background(), "big", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	f, err := new(Base).OpenFile(context.Background(), "big", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
 	if err != nil {
 		t.Fatal(err)
 	}
