@@ -72,6 +72,7 @@ func validateCommand() *cli.Command {
 					if err == nil {
 						err = c.Unchanged()
 					}
+					err = changedFirst(err, c)
 					findings = append(findings, fs...)
 					c.Close()
 					if err != nil {
@@ -122,7 +123,7 @@ func validateHashesPart(ctx context.Context, cmd *cli.Command, part verify.Parti
 	}
 	hashes, all, covered, err := checkHashes(ctx, cmd, c, part)
 	if err != nil {
-		return err
+		return changedFirst(err, c)
 	}
 	if err := c.Unchanged(); err != nil {
 		return err
