@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,6 +79,9 @@ type Checkpoint struct {
 	PartOf *Index
 
 	files []File
+	// ownSource says Close closes Source (when it is an io.Closer): Open
+	// made it, for a remote path.
+	ownSource bool
 }
 
 // Options say which checkpoint to open at a path.
@@ -529,7 +533,9 @@ func nonRegular(m fs.FileMode) string {
 	return "not a regular file"
 }
 
-// Close closes every file.
+// Close closes every file and, for a remote path, the source Open made
+// for it (its files opened ahead, its connections). A Source given to
+// OpenSource stays open: it is the caller's.
 func (c *Checkpoint) Close() error {
 	var errs []error
 	for i, f := range c.files {
@@ -537,6 +543,10 @@ func (c *Checkpoint) Close() error {
 			errs = append(errs, f.Close())
 			c.files[i] = nil
 		}
+	}
+	if cl, ok := c.Source.(io.Closer); ok && c.ownSource {
+		errs = append(errs, cl.Close())
+		c.ownSource = false
 	}
 	return errors.Join(errs...)
 }

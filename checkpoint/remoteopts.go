@@ -13,8 +13,8 @@ type RemoteOptions struct {
 	// Revision is the hf:// revision (branch, tag, commit or "refs/pr/3")
 	// for a path that gives none with @REV; "" is main.
 	Revision string
-	// Timeout bounds each request (its answer and body); 0 means
-	// DefaultTimeout.
+	// Timeout bounds each request: its answer, its body and its retries
+	// together; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// NoSignRequest reads s3:// without credentials, as the AWS CLI's
 	// --no-sign-request: public buckets.

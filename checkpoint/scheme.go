@@ -120,7 +120,9 @@ func openRemote(ctx context.Context, p string, opt Options) (*Checkpoint, error)
 	if loc == nil || loc.Source == nil {
 		return nil, fmt.Errorf("%s: the %s:// source found no checkpoint", p, s)
 	}
-	c := &Checkpoint{Path: p, Source: loc.Source, Hub: loc.Hub}
+	// The checkpoint owns the source: closing it (or failing to open it)
+	// closes the source's files opened ahead and its connections.
+	c := &Checkpoint{Path: p, Source: loc.Source, Hub: loc.Hub, ownSource: true}
 	if _, err := c.opened(c.open(ctx, loc.Name, opt)); err != nil {
 		return nil, err
 	}

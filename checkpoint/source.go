@@ -110,6 +110,24 @@ type localFile struct {
 
 func (f *localFile) Size() int64 { return f.size }
 
+// ReadAt reads as os.File does. An error names the file and the read's
+// offset in it, and a read that ends before the size the file had when it
+// was opened is ErrChanged: the file was truncated during the run.
+func (f *localFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	if err == nil || (err == io.EOF && off+int64(n) >= f.size) {
+		return n, err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if err == io.EOF {
+		err = fmt.Errorf("%w: the file ends at byte %d, it had %d bytes when opened", ErrChanged, off+int64(n), f.size)
+	}
+	return n, fmt.Errorf("%s: reading %d bytes at byte %d: %w", f.Name(), len(p), off, err)
+}
+
 func (f *localFile) Unchanged() error {
 	st, err := f.File.Stat()
 	if err != nil {

@@ -12,49 +12,62 @@ import (
 // ahead of the reader, as an operating system's read-ahead does for a local
 // file. A read elsewhere is one ranged request for just its bytes, so
 // random access transfers nothing extra. Chunks are dropped once read;
-// their buffers come from a free list of aheadBuffers shared by all files,
-// so memory stays bounded whatever the checkpoint.
+// their buffers come from a pool of aheadBuffers owned by the source (Base)
+// the file belongs to, so memory stays bounded whatever the checkpoint: at
+// most 96 MiB per remote source, 192 MiB for a diff of two.
+//
+// A buffer goes back to the pool only once its chunk's request has
+// returned and no reader holds it: a chunk abandoned while its request is
+// under way (a read before it failed, the run was cancelled, the file was
+// closed) frees its buffer when the request ends, never while the request
+// may still write into it.
 
 const (
 	aheadChunk  = 8 << 20
 	aheadWindow = 8 // chunks requested ahead, at most
-	// aheadBuffers bounds the chunks held by all files at once (96 MiB).
+	// aheadBuffers bounds the chunks held by the files of one source at
+	// once (96 MiB).
 	aheadBuffers = 12
 )
 
-// chunkBufs is the free list of chunk buffers, shared by every file; at
-// most aheadBuffers are ever made.
-var (
-	chunkBufs  = make(chan []byte, aheadBuffers)
-	chunkMu    sync.Mutex
-	chunkCount int
-)
+// A chunkPool is the chunk buffers of one source; at most aheadBuffers are
+// ever made.
+type chunkPool struct {
+	free chan []byte
+	mu   sync.Mutex
+	made int
+}
 
-// takeBuf returns a free chunk buffer, or nil when all are in use.
-func takeBuf() []byte {
+func newChunkPool() *chunkPool { return &chunkPool{free: make(chan []byte, aheadBuffers)} }
+
+// take returns a free chunk buffer, or nil when all are in use.
+func (p *chunkPool) take() []byte {
 	select {
-	case b := <-chunkBufs:
+	case b := <-p.free:
 		return b
 	default:
 	}
-	chunkMu.Lock()
-	defer chunkMu.Unlock()
-	if chunkCount >= aheadBuffers {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.made >= aheadBuffers {
 		return nil
 	}
-	chunkCount++
+	p.made++
 	return make([]byte, aheadChunk)
 }
 
-func putBuf(b []byte) { chunkBufs <- b[:cap(b)] }
+func (p *chunkPool) put(b []byte) { p.free <- b[:cap(b)] }
 
 type chunk struct {
 	done chan struct{}
-	data []byte
-	err  error
-	left int   // bytes not yet delivered
-	refs int   // readers waiting on it or copying from it
-	used int64 // when it was last asked for (a counter)
+	// arrived is set, under the file's ahead.mu, when the request has
+	// returned: only then may data go back to the pool.
+	arrived bool
+	data    []byte
+	err     error
+	left    int   // bytes not yet delivered
+	refs    int   // readers waiting on it or copying from it
+	used    int64 // when it was last asked for (a counter)
 }
 
 type readAhead struct {
@@ -63,14 +76,24 @@ type readAhead struct {
 	last   int64 // the chunk the latest read ended in
 	window int   // chunks to request ahead
 	clock  int64
+	closed bool
+	// fetches are the chunk requests under way; Close waits for them.
+	fetches sync.WaitGroup
 }
 
 // readAheadAt fills p from byte off through chunks, when the reads are
 // sequential; it reports false when p should be read directly.
 func (f *File) readAheadAt(p []byte, off int64) (bool, error) {
+	if f.pool == nil {
+		return false, nil
+	}
 	first, last := off/aheadChunk, (off+int64(len(p))-1)/aheadChunk
 	ra := &f.ahead
 	ra.mu.Lock()
+	if ra.closed {
+		ra.mu.Unlock()
+		return false, nil
+	}
 	if ra.chunks == nil {
 		ra.chunks, ra.last = map[int64]*chunk{}, -3
 	}
@@ -93,8 +116,9 @@ func (f *File) readAheadAt(p []byte, off int64) (bool, error) {
 	for k := first; k <= last; k++ {
 		c := f.chunkLocked(k, true)
 		if c == nil { // no buffer free: read directly
-			for _, c := range need {
+			for i, c := range need {
 				c.refs--
+				f.releaseLocked(first+int64(i), c)
 			}
 			ra.mu.Unlock()
 			return false, nil
@@ -140,10 +164,10 @@ func (f *File) chunkLocked(k int64, now bool) *chunk {
 		c.used = ra.clock
 		return c
 	}
-	buf := takeBuf()
+	buf := f.pool.take()
 	if buf == nil && now {
 		f.evictLocked(-1)
-		buf = takeBuf()
+		buf = f.pool.take()
 	}
 	if buf == nil {
 		return nil
@@ -151,10 +175,14 @@ func (f *File) chunkLocked(k int64, now bool) *chunk {
 	n := int(min(aheadChunk, f.size-k*aheadChunk))
 	c := &chunk{done: make(chan struct{}), data: buf[:n], left: n, used: ra.clock}
 	ra.chunks[k] = c
-	go func() {
-		defer close(c.done)
-		c.err = f.fetch(c.data, k*aheadChunk)
-	}()
+	ra.fetches.Go(func() {
+		err := f.fetch(c.data, k*aheadChunk)
+		ra.mu.Lock()
+		defer ra.mu.Unlock()
+		c.err, c.arrived = err, true
+		close(c.done)
+		f.releaseLocked(k, c) // abandoned while under way
+	})
 	return c
 }
 
@@ -164,24 +192,21 @@ func (f *File) evictLocked(k int64) {
 	ra := &f.ahead
 	victim, at := int64(-1), int64(0)
 	for j, c := range ra.chunks {
-		select {
-		case <-c.done:
-		default:
-			continue
-		}
-		if c.refs == 0 && (j == k || (k < 0 && (victim < 0 || c.used < at))) {
+		if c.arrived && c.refs == 0 && (j == k || (k < 0 && (victim < 0 || c.used < at))) {
 			victim, at = j, c.used
 		}
 	}
 	if victim >= 0 {
-		recycle(ra.chunks[victim])
+		c := ra.chunks[victim]
 		delete(ra.chunks, victim)
+		f.releaseLocked(victim, c)
 	}
 }
 
 // delivered records n bytes copied out of chunk k by a reader that is done
 // with it. A chunk whose bytes were all delivered, or that failed, is
-// dropped; its buffer is reused once no reader holds it.
+// dropped; its buffer is reused once its request has returned and no
+// reader holds it.
 func (f *File) delivered(k int64, c *chunk, n int, failed bool) {
 	ra := &f.ahead
 	ra.mu.Lock()
@@ -191,34 +216,32 @@ func (f *File) delivered(k int64, c *chunk, n int, failed bool) {
 	if (c.left <= 0 || failed) && ra.chunks[k] == c {
 		delete(ra.chunks, k)
 	}
-	if ra.chunks[k] != c && c.refs == 0 {
-		recycle(c)
-	}
+	f.releaseLocked(k, c)
 }
 
-// recycle returns a chunk's buffer to the pool; the chunk has arrived and
-// nobody holds it.
-func recycle(c *chunk) {
-	if c.data != nil {
-		putBuf(c.data)
-		c.data = nil
+// releaseLocked returns chunk k's buffer to the pool when the chunk has
+// been dropped, its request has returned and no reader holds it. The
+// caller holds f.ahead.mu.
+func (f *File) releaseLocked(k int64, c *chunk) {
+	if c.data == nil || !c.arrived || c.refs > 0 || f.ahead.chunks[k] == c {
+		return
 	}
+	f.pool.put(c.data)
+	c.data = nil
 }
 
-// closeAhead returns the file's chunk buffers, waiting for requests still
-// under way (the file's context is cancelled, so they end at once).
+// closeAhead drops the file's chunks and waits for the requests still
+// under way (the file's context is cancelled, so they end at once); each
+// buffer goes back to the pool when its request has returned and its last
+// reader is done with it.
 func (f *File) closeAhead() {
 	ra := &f.ahead
 	ra.mu.Lock()
 	chunks := ra.chunks
-	ra.chunks = nil
-	ra.mu.Unlock()
-	for _, c := range chunks {
-		<-c.done
-		ra.mu.Lock()
-		if c.refs == 0 {
-			recycle(c)
-		}
-		ra.mu.Unlock()
+	ra.chunks, ra.closed = nil, true
+	for k, c := range chunks {
+		f.releaseLocked(k, c)
 	}
+	ra.mu.Unlock()
+	ra.fetches.Wait()
 }

@@ -11,7 +11,10 @@
 // Hub, to the commit the revision resolved to, so that a file replaced
 // during the run is an error rather than a mix of two versions. Reads that
 // continue where the last ones stopped switch to read-ahead in 8 MiB
-// chunks, with a bounded number of buffers shared by every file. Opening
+// chunks, from a bounded number of buffers owned by the source (96 MiB)
+// and shared by its files; a request, its retries included, ends within
+// RemoteOptions.Timeout. Close the checkpoint (which closes its source) to
+// release the files opened ahead and the connections. Opening
 // reads only headers: a first request asks for the 8-byte header length
 // and 100,000 bytes of header, a second one the rest of a longer header.
 //
@@ -23,7 +26,7 @@
 // redirect to a CDN.
 //
 // The same machinery serves other object stores (package s3 under this
-// one): a store implements Object (one ranged GET), opens its files with
-// OpenFile, embeds Base in its Source for opening ahead and recording
-// versions, and ends its Opener with Locate.
+// one): a store implements Object (one ranged GET), embeds Base in its
+// Source (opening ahead, recording versions, the source's bounds, Close),
+// opens its files with Base.OpenFile, and ends its Opener with Locate.
 package remote

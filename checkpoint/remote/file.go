@@ -62,23 +62,32 @@ type File struct {
 	etagCheck bool
 	prefix    []byte
 
+	// pool gives read-ahead buffers, probes bounds the first request's
+	// buffering: both the source's, shared by its files.
+	pool   *chunkPool
+	probes *byteBudget
+
 	mu      sync.Mutex
 	changed error
 	cancel  context.CancelFunc
 	ahead   readAhead
 }
 
-// OpenFile opens obj, named p in reports, with a first request for probe
-// bytes (see Probe). pinETag sends If-Match with the first answer's ETag on
-// every later read and compares the ETags answered: off where reads are
-// pinned otherwise (the Hub's commit) and a CDN may answer another ETag
-// for the same bytes.
-func OpenFile(ctx context.Context, p string, obj Object, probe int64, opt *checkpoint.RemoteOptions, pinETag bool) (*File, error) {
+// OpenFile opens obj, a file of b's source named p in reports, with a
+// first request for probe bytes (see Probe). pinETag sends If-Match with
+// the first answer's ETag on every later read and compares the ETags
+// answered: off where reads are pinned otherwise (the Hub's commit) and a
+// CDN may answer another ETag for the same bytes. The file's read-ahead
+// buffers and first-request buffering come from b's bounds, shared by the
+// source's files.
+func (b *Base) OpenFile(ctx context.Context, p string, obj Object, probe int64, opt *checkpoint.RemoteOptions, pinETag bool) (*File, error) {
+	pool, probes := b.bounds()
 	ctx, cancel := context.WithCancel(ctx)
-	f := &File{path: p, obj: obj, opt: opt, ctx: ctx, cancel: cancel, etagCheck: pinETag}
+	f := &File{path: p, obj: obj, opt: opt, ctx: ctx, cancel: cancel, etagCheck: pinETag, pool: pool, probes: probes}
+	deadline := f.deadline()
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = f.first(probe)
+		err = f.first(probe, deadline)
 		var u *Unsatisfiable
 		switch {
 		case err == nil:
@@ -94,7 +103,7 @@ func OpenFile(ctx context.Context, p string, obj Object, probe int64, opt *check
 			f.size, f.prefix = max(u.Size, 0), nil
 			return f, nil
 		}
-		if !f.again(attempt, err) {
+		if !f.again(attempt, err, deadline) {
 			cancel()
 			return nil, err
 		}
@@ -102,8 +111,11 @@ func OpenFile(ctx context.Context, p string, obj Object, probe int64, opt *check
 }
 
 // first makes the first request: the size, ETag and first probe bytes.
-func (f *File) first(probe int64) error {
-	ctx, cancel := context.WithTimeout(f.ctx, Timeout(f.opt))
+// What the body may hold is decided from the status and headers before
+// any of it is read, and the bytes it needs are taken from the source's
+// probe budget first.
+func (f *File) first(probe int64, deadline time.Time) error {
+	ctx, cancel := f.attemptContext(deadline)
 	defer cancel()
 	pt, err := f.obj.Get(ctx, 0, probe, "")
 	if err != nil {
@@ -113,10 +125,21 @@ func (f *File) first(probe int64) error {
 	f.etag = pt.ETag
 	if pt.Whole {
 		// A 200 whose length fits the range is a small file; one that is
-		// longer is a server ignoring Range: stop before reading it.
+		// longer is a server ignoring Range: stop before reading it. One
+		// that does not say its length may be either: at most probe+1
+		// bytes tell.
 		if pt.Length > probe {
 			return f.ignoresRange(pt.Length)
 		}
+		need := probe + 1
+		if pt.Length >= 0 {
+			need = pt.Length + 1
+		}
+		release, err := f.probes.acquire(ctx, need)
+		if err != nil {
+			return f.timedOut(ctx, err)
+		}
+		defer release()
 		var buf bytes.Buffer
 		n, err := buf.ReadFrom(io.LimitReader(pt.Body, probe+1))
 		if n > probe {
@@ -138,6 +161,11 @@ func (f *File) first(probe int64) error {
 	if pt.Length >= 0 && pt.Length != want {
 		return &Error{Path: f.path, Cause: fmt.Sprintf("asked for %s bytes, the server announced %s", textfmt.Thousands(want), textfmt.Thousands(pt.Length))}
 	}
+	release, err := f.probes.acquire(ctx, want)
+	if err != nil {
+		return f.timedOut(ctx, err)
+	}
+	defer release()
 	buf := make([]byte, want) // at most probe
 	n, err := io.ReadFull(pt.Body, buf)
 	if err != nil {
@@ -170,18 +198,38 @@ func (f *File) bodyError(ctx context.Context, err error, got, want int64) error 
 		Cause: fmt.Sprintf("the answer broke off after %s of %s bytes (%s)", textfmt.Thousands(got), textfmt.Thousands(want), NetCause(err))}
 }
 
-// timedOut turns a request's own deadline into a Error (retried);
-// the run's cancellation stays what it is.
+// timedOut turns an attempt's own deadline into an Error (retried while
+// the request's time lasts); the run's cancellation stays what it is.
 func (f *File) timedOut(ctx context.Context, err error) error {
 	if f.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded {
 		return &Error{Path: f.path, Temporary: true, Err: err,
-			Cause: fmt.Sprintf("no complete answer within %s (--timeout)", Timeout(f.opt))}
+			Cause: fmt.Sprintf("no complete answer within %s (--timeout, retries included)", Timeout(f.opt))}
 	}
 	return err
 }
 
-// again waits before another attempt and says whether to make it.
-func (f *File) again(attempt int, err error) bool {
+// deadline is when a request started now must end, its retries included:
+// --timeout is the budget of the whole request.
+func (f *File) deadline() time.Time { return time.Now().Add(Timeout(f.opt)) }
+
+// minAttempt is the least time an attempt is given before the rest of the
+// request's time is split.
+const minAttempt = 500 * time.Millisecond
+
+// attemptContext is the context of one attempt at a request that must end
+// by deadline. An attempt may take half of the time left (all of it when
+// little is left), so that one stalled connection leaves time for a retry.
+func (f *File) attemptContext(deadline time.Time) (context.Context, context.CancelFunc) {
+	left := time.Until(deadline)
+	if left > 2*minAttempt {
+		left /= 2
+	}
+	return context.WithTimeout(f.ctx, left)
+}
+
+// again waits before another attempt and says whether to make it: not
+// when the wait would outlast the request's deadline.
+func (f *File) again(attempt int, err error, deadline time.Time) bool {
 	if attempt+1 >= maxAttempts || f.ctx.Err() != nil {
 		return false
 	}
@@ -192,6 +240,9 @@ func (f *File) again(attempt int, err error) bool {
 	d := after
 	if d <= 0 {
 		d = backoff(attempt)
+	}
+	if d >= time.Until(deadline) {
+		return false
 	}
 	return sleep(f.ctx, d) == nil
 }
@@ -263,7 +314,7 @@ func (f *File) Version() string {
 	return "etag " + f.etag
 }
 
-// Close stops the file's read-ahead.
+// Close stops the file's read-ahead and waits for its requests to end.
 func (f *File) Close() error {
 	f.cancel()
 	f.closeAhead()
@@ -299,7 +350,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 			err = f.fetch(p[done:n], off+int64(done))
 		}
 		if err != nil {
-			return done, err
+			return done, &ReadError{Path: f.path, Off: off, Len: len(p), Err: err}
 		}
 	}
 	if n < len(p) {
@@ -308,11 +359,13 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// fetch fills p from byte off.
+// fetch fills p from byte off: one request, retried and resumed within
+// its deadline.
 func (f *File) fetch(p []byte, off int64) error {
 	attempt := 0
+	deadline := f.deadline()
 	for len(p) > 0 {
-		n, err := f.fetchOnce(p, off)
+		n, err := f.fetchOnce(p, off, deadline)
 		p, off = p[n:], off+int64(n)
 		if err == nil {
 			continue
@@ -320,7 +373,7 @@ func (f *File) fetch(p []byte, off int64) error {
 		if n > 0 {
 			attempt = 0 // progress: a fresh set of attempts for the rest
 		}
-		if !f.again(attempt, err) {
+		if !f.again(attempt, err, deadline) {
 			if errors.Is(err, checkpoint.ErrChanged) {
 				f.mu.Lock()
 				f.changed = err
@@ -335,8 +388,8 @@ func (f *File) fetch(p []byte, off int64) error {
 
 // fetchOnce makes one request for p at off and returns the bytes it
 // delivered.
-func (f *File) fetchOnce(p []byte, off int64) (int, error) {
-	ctx, cancel := context.WithTimeout(f.ctx, Timeout(f.opt))
+func (f *File) fetchOnce(p []byte, off int64, deadline time.Time) (int, error) {
+	ctx, cancel := f.attemptContext(deadline)
 	defer cancel()
 	etag := ""
 	if f.etagCheck {
@@ -360,6 +413,8 @@ func (f *File) fetchOnce(p []byte, off int64) (int, error) {
 		return 0, f.ignoresRange(pt.Length)
 	case !pt.Whole && pt.Off != off:
 		return 0, &Error{Path: f.path, Cause: fmt.Sprintf("asked for bytes from %s, the server sent bytes from %s", textfmt.Thousands(off), textfmt.Thousands(pt.Off))}
+	case !pt.Whole && pt.Length >= 0 && pt.Length != int64(len(p)):
+		return 0, &Error{Path: f.path, Cause: fmt.Sprintf("asked for %s bytes from %s, the server announced %s", textfmt.Thousands(int64(len(p))), textfmt.Thousands(off), textfmt.Thousands(pt.Length))}
 	}
 	n, err := io.ReadFull(pt.Body, p)
 	if err != nil {
@@ -371,3 +426,26 @@ func (f *File) fetchOnce(p []byte, off int64) (int, error) {
 func (f *File) changedError(what string) error {
 	return &Error{Path: f.path, Err: checkpoint.ErrChanged, Cause: fmt.Sprintf("%s: the file was replaced during the run (%s)", checkpoint.ErrChanged, what)}
 }
+
+// A ReadError is a read of a remote file that failed: it names the file
+// and the read's absolute offset in it, and wraps the cause (an *Error,
+// checkpoint.ErrChanged for a file replaced during the run, or the run's
+// cancellation).
+type ReadError struct {
+	Path string
+	Off  int64
+	Len  int
+	Err  error
+}
+
+func (e *ReadError) Error() string {
+	cause := e.Err.Error()
+	var re *Error
+	if errors.As(e.Err, &re) && re.Path == e.Path {
+		cause = re.Cause
+	}
+	return fmt.Sprintf("%s: reading %s bytes at byte %s: %s", e.Path, textfmt.Thousands(int64(e.Len)), textfmt.Thousands(e.Off), cause)
+}
+
+// Unwrap returns Err.
+func (e *ReadError) Unwrap() error { return e.Err }

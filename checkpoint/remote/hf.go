@@ -398,7 +398,7 @@ func (s *hfSource) openNow(ctx context.Context, name string) (checkpoint.File, e
 		return nil, NotFound(s.Path(name), 0, fmt.Sprintf("not in %s at commit %s", s.repo, s.commit))
 	}
 	obj := &httpObject{client: s.client, url: s.at(s.repo, "resolve", s.commit, escapePath(full)), display: s.Path(name), refused: s.refused}
-	f, err := OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, false)
+	f, err := s.OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +410,10 @@ func (s *hfSource) openNow(ctx context.Context, name string) (checkpoint.File, e
 	s.Record(v)
 	return f, nil
 }
+
+// Close closes the files opened ahead that nobody took, and the source's
+// idle connections.
+func (s *hfSource) Close() error { return closeSource(&s.Base, s.client, s.opt) }
 
 // Remote says which commit was read, and the files.
 func (s *hfSource) Remote() *checkpoint.Remote {

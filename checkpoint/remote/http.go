@@ -338,12 +338,26 @@ func (s *httpSource) openNow(ctx context.Context, name string) (checkpoint.File,
 		u = s.base.ResolveReference(ref).String()
 	}
 	obj := &httpObject{client: s.client, url: u, display: s.Path(name)}
-	f, err := OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, true)
+	f, err := s.OpenFile(ctx, s.Path(name), obj, Probe(name), s.opt, true)
 	if err != nil {
 		return nil, err
 	}
 	s.Record(checkpoint.FileVersion{Name: name, Size: f.size, ETag: f.etag})
 	return f, nil
+}
+
+// Close closes the files opened ahead that nobody took and, when the
+// source has a transport of its own, its idle connections.
+func (s *httpSource) Close() error { return closeSource(&s.Base, s.client, s.opt) }
+
+// closeSource closes b and the idle connections of client when its
+// transport is the source's own (not RemoteOptions.Transport).
+func closeSource(b *Base, client *http.Client, opt *checkpoint.RemoteOptions) error {
+	err := b.Close()
+	if opt.Transport == nil {
+		client.CloseIdleConnections()
+	}
+	return err
 }
 
 // Remote names the base URL, and the files read.

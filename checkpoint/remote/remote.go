@@ -86,6 +86,9 @@ func Retry(ctx context.Context, try func() error) error {
 		if after <= 0 {
 			after = backoff(attempt)
 		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= after {
+			return err // no time left for another attempt
+		}
 		if sleep(ctx, after) != nil {
 			return err
 		}
@@ -152,8 +155,10 @@ func Entries(names []string) []checkpoint.Entry {
 }
 
 // Base is what every remote source shares: files opened ahead of being
-// asked for, and the version of every file opened. A source embeds it,
-// sets OpenNow, and gets its Open from it.
+// asked for, the version of every file opened, and the bounds on what the
+// source's files buffer (read-ahead chunks, first requests). A source
+// embeds it, sets OpenNow, opens its files with OpenFile, and gets its
+// Open and Close from it.
 type Base struct {
 	// OpenNow opens a file of the source with a request.
 	OpenNow func(ctx context.Context, name string) (checkpoint.File, error)
@@ -162,21 +167,43 @@ type Base struct {
 	// ahead holds opens started before Open asked for them.
 	ahead map[string]*pendingOpen
 	// seen is the version of every file opened, by name.
-	seen map[string]checkpoint.FileVersion
+	seen   map[string]checkpoint.FileVersion
+	closed bool
+	// opens are the background opens under way, and the closing of
+	// files opened for an Open that gave up waiting.
+	opens sync.WaitGroup
+
+	pool   *chunkPool
+	probes *byteBudget
 }
 
 type pendingOpen struct {
-	done chan struct{}
-	f    checkpoint.File
-	err  error
+	done   chan struct{}
+	cancel context.CancelFunc
+	f      checkpoint.File
+	err    error
 }
 
 func (b *Base) core() *Base { return b }
 
-// prefetch starts opening names in the background; Open takes them.
+// bounds returns the source's read-ahead pool and probe budget.
+func (b *Base) bounds() (*chunkPool, *byteBudget) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pool == nil {
+		b.pool, b.probes = newChunkPool(), newByteBudget(probeBudget)
+	}
+	return b.pool, b.probes
+}
+
+// prefetch starts opening names in the background; Open takes them, and
+// Close closes those nobody took.
 func (b *Base) prefetch(ctx context.Context, names ...string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	if b.ahead == nil {
 		b.ahead = map[string]*pendingOpen{}
 	}
@@ -184,42 +211,84 @@ func (b *Base) prefetch(ctx context.Context, names ...string) {
 		if _, ok := b.ahead[name]; ok {
 			continue
 		}
-		p := &pendingOpen{done: make(chan struct{})}
+		ctx, cancel := context.WithCancel(ctx)
+		p := &pendingOpen{done: make(chan struct{}), cancel: cancel}
 		b.ahead[name] = p
-		go func() {
+		b.opens.Go(func() {
 			defer close(p.done)
 			p.f, p.err = b.OpenNow(ctx, name)
-		}()
+		})
 	}
 }
 
 // keep hands an open file to the next Open of name.
 func (b *Base) keep(name string, f checkpoint.File) {
-	p := &pendingOpen{done: make(chan struct{}), f: f}
+	p := &pendingOpen{done: make(chan struct{}), cancel: func() {}, f: f}
 	close(p.done)
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		f.Close()
+		return
+	}
 	if b.ahead == nil {
 		b.ahead = map[string]*pendingOpen{}
 	}
 	b.ahead[name] = p
-	b.mu.Unlock()
 }
 
-// Open returns a file opened ahead of time, else opens it now.
+// Open returns a file opened ahead of time, else opens it now. An Open
+// that ctx cuts short leaves the file opened ahead to be closed when its
+// open ends.
 func (b *Base) Open(ctx context.Context, name string) (checkpoint.File, error) {
 	b.mu.Lock()
 	p := b.ahead[name]
 	delete(b.ahead, name)
+	if p != nil {
+		// Counted before the lock is dropped, so that Close waits for it
+		// (a closed Base has no opens ahead).
+		b.opens.Add(1)
+	}
 	b.mu.Unlock()
 	if p != nil {
+		defer b.opens.Done()
 		select {
 		case <-p.done:
 			return p.f, p.err
 		case <-ctx.Done():
+			p.cancel()
+			p.closeWhenDone()
 			return nil, ctx.Err()
 		}
 	}
 	return b.OpenNow(ctx, name)
+}
+
+// closeWhenDone waits for the open to end and closes what it opened.
+func (p *pendingOpen) closeWhenDone() {
+	<-p.done
+	if p.f != nil {
+		p.f.Close()
+	}
+}
+
+// Close cancels the opens still under way and closes every file opened
+// ahead that nobody took; the files Open returned are their callers' to
+// close. checkpoint.Checkpoint.Close calls it for the sources it opened.
+func (b *Base) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	pending := b.ahead
+	b.ahead = nil
+	b.mu.Unlock()
+	for _, p := range pending {
+		p.cancel()
+	}
+	for _, p := range pending {
+		p.closeWhenDone()
+	}
+	b.opens.Wait()
+	return nil
 }
 
 // Record notes the version of a file opened, for Versions.
@@ -270,6 +339,7 @@ func Locate(ctx context.Context, src Source, name string) (*checkpoint.Location,
 		}
 		f, err := src.Open(ctx, name)
 		if err != nil {
+			b.Close() // the opens started with it
 			return nil, pathError(src.Path(name), err)
 		}
 		b.keep(name, f)

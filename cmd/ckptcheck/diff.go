@@ -135,7 +135,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 		values, err = d.CompareValues(ctx, vopt)
 		bar.finish()
 		if err != nil {
-			return err
+			return changedFirst(err, cks[:]...)
 		}
 	}
 	for _, c := range cks {

@@ -333,3 +333,17 @@ func open(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint
 	}
 	return c, explainTokenError(err)
 }
+
+// changedFirst is err, unless one of cks changed during the run: a read
+// that failed on a file being rewritten says so, not what broke.
+func changedFirst(err error, cks ...*checkpoint.Checkpoint) error {
+	if err == nil {
+		return nil
+	}
+	for _, c := range cks {
+		if uerr := c.Unchanged(); uerr != nil {
+			return uerr
+		}
+	}
+	return err
+}

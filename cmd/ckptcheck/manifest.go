@@ -54,7 +54,7 @@ func manifestCommand() *cli.Command {
 			}
 			m, err := buildManifestPart(ctx, cmd, c, part)
 			if err != nil {
-				return err
+				return changedFirst(err, c)
 			}
 			if err := c.Unchanged(); err != nil {
 				return err

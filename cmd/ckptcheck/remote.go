@@ -25,7 +25,7 @@ func remoteFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "revision", Usage: "for hf:// paths without @REV: the `REV`ision to read (branch, tag, commit, refs/pr/N); default main"},
 		&cli.DurationFlag{Name: "timeout", Value: checkpoint.DefaultTimeout,
-			Usage: "for remote paths: the longest one request may take, answer and body (`DURATION`, e.g. 30s); failed requests are retried",
+			Usage: "for remote paths: the longest one request may take, answer, body and retries together (`DURATION`, e.g. 30s)",
 			Validator: func(d time.Duration) error {
 				if d <= 0 {
 					return usageError("--timeout must be more than 0")

@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
@@ -266,5 +268,32 @@ func TestRemoteValues(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "value_mismatch") || !strings.Contains(out, "model.layers.1.mlp.down_proj.weight") {
 			t.Errorf("%s vs a changed copy: exit %d\n%s%s", remote, code, out, stderr)
 		}
+	}
+}
+
+// TestRemoteTimeoutBound: against a server that trickles a byte at a
+// time, --timeout bounds the run (a request, its retries included): exit
+// 2 naming --timeout, long before six attempts' worth (asserted with
+// slack for a busy machine).
+func TestRemoteTimeoutBound(t *testing.T) {
+	dir := t.TempDir()
+	if err := fixture.WritePublished(dir, fixture.Tiny); err != nil {
+		t.Fatal(err)
+	}
+	s := serveDir(t, dir)
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, ".safetensors") {
+			return false
+		}
+		remotetest.Trickle(w, r, 1<<20, 50*time.Millisecond)
+		return true
+	})
+	start := time.Now()
+	code, _, stderr := ckptcheck(t, "validate", "--timeout", "1s", s.URL+"/model-00001-of-00003.safetensors")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v with --timeout 1s", took)
+	}
+	if code != 2 || !strings.Contains(stderr, "--timeout") {
+		t.Errorf("exit %d, %s", code, stderr)
 	}
 }

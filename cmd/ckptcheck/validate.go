@@ -74,6 +74,7 @@ func validateCommand() *cli.Command {
 					if err == nil {
 						err = c.Unchanged()
 					}
+					err = changedFirst(err, c)
 					findings = append(findings, fs...)
 					c.Close()
 					if err != nil {
@@ -124,7 +125,7 @@ func validateHashesPart(ctx context.Context, cmd *cli.Command, part partition.Pa
 	}
 	hashes, all, covered, err := checkHashes(ctx, cmd, c, part)
 	if err != nil {
-		return err
+		return changedFirst(err, c)
 	}
 	if err := c.Unchanged(); err != nil {
 		return err

@@ -53,6 +53,7 @@ type Server struct {
 	bytes    atomic.Int64
 	requests atomic.Int64
 	inFlight atomic.Int64
+	conns    atomic.Int64
 }
 
 // NewServer serves dir on 127.0.0.1 (or on host, such as "127.0.0.2",
@@ -67,10 +68,23 @@ func NewServer(dir string, host ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Server = &httptest.Server{Listener: l, Config: &http.Server{Handler: s}}
+	s.Server = &httptest.Server{Listener: l, Config: &http.Server{Handler: s, ConnState: s.connState}}
 	s.Start()
 	return s, nil
 }
+
+// connState counts the connections open.
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		s.conns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		s.conns.Add(-1)
+	}
+}
+
+// Conns is how many client connections are open, idle ones included.
+func (s *Server) Conns() int64 { return s.conns.Load() }
 
 // SetLatency sets the delay added before every answer.
 func (s *Server) SetLatency(d time.Duration) { s.mu.Lock(); s.latency = d; s.mu.Unlock() }
@@ -232,4 +246,31 @@ func Redirect(w http.ResponseWriter, r *http.Request, to string) {
 		u += "?" + r.URL.RawQuery
 	}
 	http.Redirect(w, r, u, http.StatusFound)
+}
+
+// Trickle answers a ranged GET with the headers of the range asked for
+// (206, Content-Range, Content-Length) of a file of size bytes, then sends
+// one byte every interval until the client goes away: a server too slow
+// for any timeout.
+func Trickle(w http.ResponseWriter, r *http.Request, size int64, interval time.Duration) {
+	var first, last int64
+	if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last); err != nil || last >= size {
+		first, last = 0, size-1
+	}
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+	w.Header().Set("Content-Length", fmt.Sprint(last-first+1))
+	w.WriteHeader(http.StatusPartialContent)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for range last - first + 1 {
+		if _, err := w.Write([]byte{0}); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
 }

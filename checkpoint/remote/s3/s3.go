@@ -210,7 +210,7 @@ func (s *s3Source) list(ctx context.Context) ([]checkpoint.Entry, error) {
 
 func (s *s3Source) openNow(ctx context.Context, name string) (checkpoint.File, error) {
 	obj := &s3Object{src: s, key: s.prefix + name, display: s.Path(name)}
-	f, err := remote.OpenFile(ctx, s.Path(name), obj, remote.Probe(name), s.opt, true)
+	f, err := s.OpenFile(ctx, s.Path(name), obj, remote.Probe(name), s.opt, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,148 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+)
+
+// TestReadAheadFailedChunk: a read spanning a chunk that fails and one
+// still under way gets the error; the pending chunk's buffer is not
+// reused while its request writes into it (-race sees it), so another
+// file of the same source read meanwhile gets its own bytes, and a read
+// of the first file after the error gets its bytes too.
+func TestReadAheadFailedChunk(t *testing.T) {
+	dir := t.TempDir()
+	const size = 6 * aheadChunk
+	a := writeRandom(t, dir, "a.safetensors", size)
+	b := bytes.Clone(a)
+	for i := range b {
+		b[i] = ^b[i]
+	}
+	os.WriteFile(filepath.Join(dir, "b.safetensors"), b, 0o644)
+	s := serve(t, dir)
+	release := make(chan struct{})
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/a.safetensors" {
+			return false
+		}
+		var from int64
+		fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &from)
+		switch {
+		case from == 2*aheadChunk:
+			http.Error(w, "gone", http.StatusForbidden) // not retried
+			return true
+		case from >= 3*aheadChunk:
+			<-release // slow: under way while the reader fails
+		}
+		return false
+	})
+	opt := checkpoint.RemoteOptions{Timeout: time.Minute}
+	var base Base
+	openT := func(name string) *File {
+		obj := &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/" + name, display: name}
+		f, err := base.OpenFile(context.Background(), name, obj, headerProbe, &opt, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	fa, fb := openT("a.safetensors"), openT("b.safetensors")
+	defer fb.Close()
+	const block = 1 << 20
+	p := make([]byte, block)
+	var err error
+	off := int64(headerProbe)
+	for ; off < 2*aheadChunk && err == nil; off += block {
+		_, err = fa.ReadAt(p, off)
+	}
+	// The read spanning chunks 2 (refused) and 3 (under way).
+	_, err = fa.ReadAt(p, 3*aheadChunk-block/2)
+	var re *ReadError
+	if !errors.As(err, &re) || !errors.Is(err, fs.ErrPermission) || re.Path != "a.safetensors" || re.Off != 3*aheadChunk-block/2 {
+		t.Fatalf("read across the refused chunk: %v", err)
+	}
+	// The other file's reads take buffers from the same pool while a's
+	// abandoned chunks are still being fetched: its first chunk read, it
+	// holds the rest read ahead.
+	got := make([]byte, size)
+	readAll := func(from, to int64) {
+		for o := from; o < to; o += block {
+			if _, err := fb.ReadAt(got[o:min(o+block, to)], o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	readAll(0, aheadChunk)
+	close(release)
+	q := make([]byte, 4096)
+	if _, err := fa.ReadAt(q, 3*aheadChunk+100); err != nil || !bytes.Equal(q, a[3*aheadChunk+100:][:4096]) {
+		t.Errorf("reading a after the error: %v", err)
+	}
+	fa.Close() // waits for a's requests
+	readAll(aheadChunk, size)
+	if !bytes.Equal(got, b) {
+		t.Fatal("b's bytes differ: a buffer was reused while a's request wrote into it")
+	}
+}
+
+// TestReadAheadCancelled: closing a file while its chunks are under way
+// ends the reads with an error and returns every buffer to the pool.
+func TestReadAheadCancelled(t *testing.T) {
+	dir := t.TempDir()
+	const size = 4 * aheadChunk
+	writeRandom(t, dir, "a.safetensors", size)
+	s := serve(t, dir)
+	release := make(chan struct{})
+	var stalled sync.Once
+	reached := make(chan struct{})
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		var from int64
+		fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &from)
+		if from >= aheadChunk {
+			stalled.Do(func() { close(reached) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return true
+		}
+		return false
+	})
+	defer close(release)
+	opt := checkpoint.RemoteOptions{Timeout: time.Minute}
+	var base Base
+	obj := &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/a.safetensors", display: "a"}
+	f, err := base.OpenFile(context.Background(), "a", obj, headerProbe, &opt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 1<<20)
+	f.ReadAt(p, headerProbe)
+	done := make(chan error)
+	go func() {
+		var err error
+		for off := int64(headerProbe + len(p)); err == nil && off < size; off += int64(len(p)) {
+			_, err = f.ReadAt(p, off)
+		}
+		done <- err
+	}()
+	<-reached
+	f.Close()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("read after Close: %v", err)
+	}
+	if n, made := len(base.pool.free), base.pool.made; n != made {
+		t.Errorf("%d of %d buffers back in the pool", n, made)
+	}
+}
