@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/ckptcheck/ckptcheck v0.0.0
+	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	k8s.io/api v0.37.2
@@ -32,7 +33,6 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
-	github.com/johannesboyne/gofakes3 v1.2.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
