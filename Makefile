@@ -1,6 +1,9 @@
 # ckptcheck: build, test, bench, fuzz, lint, e2e, image, dist.
 GO      ?= go
 BIN     := bin/ckptcheck
+# The second Go module: the benchmark runner, e2e tests, doc checks, fakes
+# and linters, whose test-only dependencies stay out of the main go.mod.
+TOOLS   := tools
 FUZZTIME ?= 10s
 # make dist: where the release binaries go, and for which platforms.
 DIST    ?= dist
@@ -23,13 +26,15 @@ build:
 	$(GO) build -buildvcs=auto $(if $(TAGS),-tags '$(TAGS)') -o $(BIN) ./cmd/ckptcheck
 
 # The test command the README and CI run: vet, then every test under the
-# race detector.
+# race detector, in both modules.
 test:
 	$(GO) vet ./... ./testdata/gen
 	$(GO) test -race ./...
+	$(GO) -C $(TOOLS) vet ./...
+	$(GO) -C $(TOOLS) test -race ./...
 
 # Go benchmarks, then whole-command timings against the named baselines
-# (medians of several runs; see internal/benchrun). Options:
+# (medians of several runs; see tools/benchrun). Options:
 #   BASE=rev   time this tree's binary against the one built from git
 #              revision rev (make bench BASE=HEAD~3), run for run: a warm-up
 #              of each, then old, new, old, new... 10 runs each; medians,
@@ -42,24 +47,32 @@ test:
 # With BASE or ONLY the Go benchmarks are skipped.
 bench: build
 	$(if $(BASE)$(ONLY),,$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...)
-	$(GO) run ./internal/benchrun -bin $(BIN)$(if $(BASE), -base '$(BASE)')$(if $(ONLY), -only '$(ONLY)')$(if $(RUNS), -runs $(RUNS))
+	$(if $(BASE)$(ONLY),,$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem -count 1 ./...)
+	$(GO) -C $(TOOLS) run ./benchrun -bin $(abspath $(BIN))$(if $(BASE), -base '$(BASE)')$(if $(ONLY), -only '$(ONLY)')$(if $(RUNS), -runs $(RUNS))
 
-# A short, bounded run of every fuzz target.
+# A short, bounded run of every fuzz target, in both modules.
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$target"; \
-	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for mod in . $(TOOLS); do \
+	  for pkg in $$($(GO) -C $$mod list ./...); do \
+	    for target in $$($(GO) -C $$mod test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	      echo "fuzz $$pkg $$target"; \
+	      $(GO) -C $$mod test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    done; \
 	  done; \
 	done
 
-# gofmt, go vet and staticcheck (pinned in go.mod as a tool, so every
-# machine runs the same version).
+# gofmt, go vet and staticcheck on both modules. staticcheck is pinned in
+# tools/go.mod as a tool, so every machine runs the same version; go tool -n
+# builds it there and prints its path, and it then checks each module with
+# that module's own dependency versions.
 lint:
 	@out=$$(gofmt -l . | grep -v '^testdata/[^g]' || true); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... ./testdata/gen
-	$(GO) tool staticcheck ./... ./testdata/gen
+	$(GO) -C $(TOOLS) vet ./...
+	@set -e; staticcheck=$$($(GO) -C $(TOOLS) tool -n staticcheck); \
+	  echo "staticcheck ./... ./testdata/gen"; $$staticcheck ./... ./testdata/gen; \
+	  echo "cd $(TOOLS) && staticcheck ./..."; cd $(TOOLS) && $$staticcheck ./...
 
 # diff --partition and merge under a real Slurm: a one-node cluster on this
 # machine, a 4-task job array, the merged report checked against a single
@@ -73,33 +86,34 @@ testdata:
 
 # End to end: the HTML report in headless Chromium, the GitHub Action's
 # script, and the container image where a container can run (see
-# internal/e2e). Artefacts stay in $(E2E_ARTIFACTS).
+# tools/e2e). Artefacts stay in $(E2E_ARTIFACTS).
 e2e: build
 	CKPTCHECK_E2E=1 CKPTCHECK_BIN=$(abspath $(BIN)) CKPTCHECK_E2E_ARTIFACTS=$(E2E_ARTIFACTS) \
-	  ENGINE=$(ENGINE) $(GO) test -count 1 -v -timeout 10m ./internal/e2e
+	  ENGINE=$(ENGINE) $(GO) -C $(TOOLS) test -count 1 -v -timeout 10m ./e2e
 	@echo "e2e artefacts: $(E2E_ARTIFACTS)"
 
 # The container image: FROM scratch, a static linux binary for this
-# machine's architecture and the CA certificates, from a build context of
-# just those two files.
+# machine's architecture (without its symbol table and DWARF: -s -w) and the
+# CA certificates, from a build context of just those two files.
 image:
 	@test -r $(CA_CERTS) || { echo "image: no CA certificates at $(CA_CERTS) (apt-get install ca-certificates)"; exit 1; }
 	rm -rf bin/image && mkdir -p bin/image
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=auto -ldflags="-X main.versionStamp=$(VERSION)" \
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -buildvcs=auto -ldflags="-s -w -X main.versionStamp=$(VERSION)" \
 	  -o bin/image/ckptcheck ./cmd/ckptcheck
 	cp $(CA_CERTS) bin/image/ca-certificates.crt
 	$(ENGINE) build -f Dockerfile -t $(IMAGE) bin/image
 
 # Release binaries: static, with no path of this machine in them
-# (-trimpath), the version stamped from the VCS state ($(VERSION), from git
-# describe; the go command adds the revision and time where it can read
-# them), and their SHA-256 sums.
+# (-trimpath), no symbol table or DWARF (-s -w: a smaller download; panics
+# still print function names and lines), the version stamped from the VCS
+# state ($(VERSION), from git describe; the go command adds the revision and
+# time where it can read them), and their SHA-256 sums.
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; echo "dist: $$os/$$arch"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=auto \
-	    -ldflags="-buildid= -X main.versionStamp=$(VERSION)" \
+	    -ldflags="-s -w -buildid= -X main.versionStamp=$(VERSION)" \
 	    -o $(DIST)/ckptcheck-$$os-$$arch ./cmd/ckptcheck; \
 	done
 	cd $(DIST) && sha256sum ckptcheck-* > SHA256SUMS && cat SHA256SUMS

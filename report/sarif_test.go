@@ -2,67 +2,10 @@ package report
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ckptcheck/ckptcheck/verify"
 )
-
-// sarifSchema compiles the SARIF 2.1.0 schema (JSON Schema draft-04) from
-// the shared folder, with format assertions on (URIs must be URIs).
-func sarifSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	path := filepath.Join(schemas, "sarif-schema-2.1.0.json")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Skipf("%s is absent: %v", path, err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft4)
-	c.AssertFormat()
-	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("sarif-schema-2.1.0.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func TestSARIFSchema(t *testing.T) {
-	schema := sarifSchema(t)
-	reports := map[string]*verify.Report{"empty": verify.NewReport("inspect", verify.Error, nil, nil)}
-	for _, r := range goldenReports {
-		reports[r.name] = r.report()
-	}
-	for name, r := range reports {
-		t.Run(name, func(t *testing.T) {
-			out := render(t, "sarif", r, goldenOptions)
-			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := schema.Validate(inst); err != nil {
-				t.Errorf("%s: not valid SARIF 2.1.0: %v", name, err)
-			}
-		})
-	}
-	// The schema does reject what is not SARIF.
-	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"version": "2.1.0", "runs": [{"tool": {}}]}`))
-	if schema.Validate(bad) == nil {
-		t.Error("the schema accepted a run without a driver")
-	}
-}
 
 func TestSARIFRulesAndResults(t *testing.T) {
 	var doc struct {

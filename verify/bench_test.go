@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	nlp "github.com/nlpodyssey/safetensors"
-
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -61,38 +59,6 @@ func BenchmarkValidateMoE(b *testing.B) {
 			b.Fatal(fs)
 		}
 		c.Close()
-	}
-}
-
-// BenchmarkValidateMoENlpodyssey is the baseline: the same shards parsed by
-// nlpodyssey/safetensors, which needs the whole file as a byte slice (mapped
-// here, so only the header pages are touched).
-func BenchmarkValidateMoENlpodyssey(b *testing.B) {
-	dir := moeCheckpoint(b)
-	shards, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for b.Loop() {
-		n := 0
-		for _, p := range shards {
-			f, err := os.Open(p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st, _ := f.Stat()
-			data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st2, err := nlp.Deserialize(data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += st2.Len()
-			syscall.Munmap(data)
-			f.Close()
-		}
-		if want := len(fixture.Qwen3MoE30B.Specs()); n != want {
-			b.Fatalf("%d tensors, want %d", n, want)
-		}
 	}
 }
 

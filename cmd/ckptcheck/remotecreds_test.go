@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,40 +9,6 @@ import (
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 )
-
-// TestRemoteS3RedirectRefused: an S3 endpoint that redirects to another
-// server holding the same objects is exit 2, naming the bucket and the
-// Location, and the other server gets no request (no signed header left).
-func TestRemoteS3RedirectRefused(t *testing.T) {
-	root := t.TempDir()
-	if err := fixture.WritePublished(filepath.Join(root, "bucket", "published"), fixture.Tiny); err != nil {
-		t.Fatal(err)
-	}
-	s, err := remotetest.NewS3(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	remotetest.S3Env(t, s.URL)
-	for _, host := range []string{"127.0.0.1", "127.0.0.2"} {
-		other, err := remotetest.NewS3(root, host)
-		if err != nil {
-			t.Skipf("cannot listen on %s: %v", host, err)
-		}
-		defer other.Close()
-		s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-			http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
-			return true
-		})
-		code, out, stderr := ckptcheck(t, "validate", "s3://bucket/published")
-		if code != 2 || !strings.Contains(stderr, "bucket bucket: S3 answered HTTP 307") || !strings.Contains(stderr, `"`+other.URL+"/bucket") {
-			t.Errorf("%s: exit %d\n%s%s", host, code, out, stderr)
-		}
-		if other.Requests() != 0 {
-			t.Errorf("%s: the server redirected to got %+v", host, other.Log())
-		}
-	}
-}
 
 // TestRemoteMalformedToken: a token with a line break inside, from
 // HF_TOKEN or the token file, is exit 2 in one line that says where it

@@ -1,8 +1,9 @@
 // Package remotetest serves checkpoints on loopback for tests and
 // benchmarks of remote sources: a file server with range support and
-// knobs (latency, no range support, faults, redirects), a fake Hugging
-// Face Hub, and an S3 server (gofakes3) backed by files in place. Every
-// server counts the bytes it sends and records the requests it gets.
+// knobs (latency, no range support, faults, redirects) and a fake Hugging
+// Face Hub; the S3 fake built on its Server is tools/s3fake, in the tools
+// module (for gofakes3). Every server counts the bytes it sends and
+// records the requests it gets.
 // Nothing here listens anywhere but 127.0.0.0/8.
 package remotetest
 

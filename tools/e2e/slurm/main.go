@@ -4,8 +4,8 @@
 //
 // Usage:
 //
-//	go run ./internal/e2e/slurm pair DIR  writes DIR/published and DIR/exported
-//	go run ./internal/e2e/slurm same MERGED SINGLE
+//	go -C tools run ./e2e/slurm pair DIR  writes DIR/published and DIR/exported
+//	go -C tools run ./e2e/slurm same MERGED SINGLE
 //
 // same exits 1, printing the first difference, unless the two JSON reports
 // hold the same result: everything but how the report was made (merged,

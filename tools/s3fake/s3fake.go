@@ -1,4 +1,4 @@
-package remotetest
+package s3fake
 
 import (
 	"crypto/md5"
@@ -14,15 +14,19 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
+
+	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 )
 
-// NewS3 starts an S3 server (gofakes3, the protocol implementation) on
-// 127.0.0.1 (or on host, such as "127.0.0.2", when given) whose buckets are the folders of root and whose objects are
-// the files in them, served in place: a sparse 61 GB fixture is never
-// read or held in memory. gofakes3's own backends keep objects in memory
-// or in a database, hence this one.
-func NewS3(root string, host ...string) (*Server, error) {
-	s, err := NewServer("", host...)
+// New starts an S3 server (gofakes3, the protocol implementation) on
+// 127.0.0.1 (or on host, such as "127.0.0.2", when given) whose buckets
+// are the folders of root and whose objects are the files in them, served
+// in place: a sparse 61 GB fixture is never read or held in memory.
+// gofakes3's own backends keep objects in memory or in a database, hence
+// this one. It is a remotetest.Server: it counts bytes, logs requests and
+// takes interceptors like the others.
+func New(root string, host ...string) (*remotetest.Server, error) {
+	s, err := remotetest.NewServer("", host...)
 	if err != nil {
 		return nil, err
 	}
@@ -31,10 +35,10 @@ func NewS3(root string, host ...string) (*Server, error) {
 	return s, nil
 }
 
-// S3Env points the AWS SDK at an S3 server on loopback for the test, with
+// Env points the AWS SDK at an S3 server on loopback for the test, with
 // static keys and nothing that could reach off the machine: no instance
 // metadata, empty shared config and credentials files.
-func S3Env(t testing.TB, url string) {
+func Env(t testing.TB, url string) {
 	t.Helper()
 	empty := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {

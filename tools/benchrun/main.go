@@ -16,9 +16,9 @@
 //
 // Usage:
 //
-//	go run ./internal/benchrun -bin bin/ckptcheck [-runs N] [-only ID,ID] [-small]
-//	go run ./internal/benchrun -bin bin/ckptcheck -base HEAD~3 [-runs N] [-only ID]
-//	go run ./internal/benchrun -bin bin/ckptcheck -base-bin /tmp/ckptcheck-old
+//	go -C tools run ./benchrun -bin ../bin/ckptcheck [-runs N] [-only ID,ID] [-small]
+//	go -C tools run ./benchrun -bin ../bin/ckptcheck -base HEAD~3 [-runs N] [-only ID]
+//	go -C tools run ./benchrun -bin ../bin/ckptcheck -base-bin /tmp/ckptcheck-old
 //	benchrun nlp-validate DIR    (a baseline: parse DIR's shards with nlpodyssey/safetensors)
 //	benchrun nlp-diff A B        (a baseline: diff two folders' keys, shapes, dtypes with it)
 //
@@ -86,7 +86,7 @@ func main() {
 	}
 	var o options
 	var only string
-	flag.StringVar(&o.bin, "bin", "bin/ckptcheck", "the ckptcheck binary to time (the new one, with a base)")
+	flag.StringVar(&o.bin, "bin", "../bin/ckptcheck", "the ckptcheck binary to time (the new one, with a base)")
 	flag.StringVar(&o.base, "base", "", "a git revision to build and time against -bin, run for run, instead of the baselines")
 	flag.StringVar(&o.baseBin, "base-bin", "", "an already built ckptcheck to time against -bin, run for run, instead of the baselines")
 	flag.IntVar(&o.runs, "runs", 0, "timed runs per command after one warm-up (default 7, 3 when a run takes over 3 s; with a base, 10 of each binary)")

@@ -1,4 +1,4 @@
-package s3
+package s3test
 
 import (
 	"fmt"
@@ -11,6 +11,11 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 )
+
+// maxListPages is checkpoint/remote/s3's bound on the pages of a listing
+// (unexported there; this test, in another module for its S3 fake, says
+// it again).
+const maxListPages = 2_000
 
 // listPage is a ListObjectsV2 answer under prefix m/ with keys, truncated
 // with token next when next is not "".

@@ -1,4 +1,4 @@
-package s3
+package s3test
 
 import (
 	"context"
@@ -15,20 +15,22 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/checkpoint/remote"
+	_ "github.com/ckptcheck/ckptcheck/checkpoint/remote/s3" // the s3 scheme, under test
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/tools/s3fake"
 )
 
 // newS3 serves root's folders as buckets and sets the environment.
 func newS3(t *testing.T, root string) *remotetest.Server {
 	t.Helper()
-	s, err := remotetest.NewS3(root)
+	s, err := s3fake.New(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	remotetest.S3Env(t, s.URL)
+	s3fake.Env(t, s.URL)
 	return s
 }
 

@@ -1,4 +1,4 @@
-package s3
+package s3test
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/remotetest"
+	"github.com/ckptcheck/ckptcheck/tools/s3fake"
 )
 
 // TestS3NeverFollowsRedirects: an S3 endpoint that redirects to another
@@ -21,7 +22,7 @@ func TestS3NeverFollowsRedirects(t *testing.T) {
 	writeTiny(t, filepath.Join(root, "bucket", "m"))
 	s := newS3(t, root)
 	for _, host := range []string{"127.0.0.1", "127.0.0.2"} {
-		other, err := remotetest.NewS3(root, host)
+		other, err := s3fake.New(root, host)
 		if err != nil {
 			t.Skipf("cannot listen on %s: %v", host, err)
 		}
