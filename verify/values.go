@@ -185,7 +185,7 @@ func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 	}
 	out := make([]*values.Pair, len(pairs))
 	for i, p := range pairs {
-		p.engine = &values.Pair{Published: resolve(&p.pub), Exported: resolve(&p.exp), Tolerance: values.Tolerance(p.tol)}
+		p.engine = &values.Pair{Name: p.key, Published: resolve(&p.pub), Exported: resolve(&p.exp), Tolerance: values.Tolerance(p.tol)}
 		out[i] = p.engine
 	}
 	return readers, out

@@ -75,6 +75,9 @@ func (o *Operand) elemBytes() uint64 { return uint64(o.DType.Bits() / 8) }
 // A Pair is two logical tensors of one shape compared element by element;
 // Run fills in its Stats.
 type Pair struct {
+	// Name names the pair in errors (the tensor's key); the engine does
+	// not otherwise use it.
+	Name                string
 	Published, Exported Operand
 	Tolerance           Tolerance
 	Stats               Stats

@@ -112,6 +112,9 @@ func schedule(ctx context.Context, files []io.ReaderAt, opt schedulerOptions, ne
 					return
 				}
 				if err := b.read(files, j); err != nil {
+					if j.pair != nil && j.pair.Name != "" {
+						err = fmt.Errorf("tensor %q: %w", j.pair.Name, err)
+					}
 					cancel(err)
 					return
 				}
@@ -221,10 +224,10 @@ func readAt(r io.ReaderAt, p []byte, off int64) error {
 	if n == len(p) {
 		return nil
 	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
+	if err != nil && err != io.EOF {
+		return err // the file's own error names its path and the file offset
 	}
-	return fmt.Errorf("reading %d bytes at %d: %w", len(p), off, err)
+	return fmt.Errorf("reading %d bytes at data offset %d: %w", len(p), off, io.ErrUnexpectedEOF)
 }
 
 func grow(b []byte, n int) []byte {
