@@ -225,3 +225,23 @@ func FuzzNewFile(f *testing.F) {
 		}
 	})
 }
+
+// A pickle whose dict holds itself, and a dict referenced many times
+// through the memo: walked once each, within the budget, without looping.
+func TestSharedReferencesWalkedOnce(t *testing.T) {
+	// d = {}; d["self"] = d; d["a".."h"] = e where e = {"w": tensor}
+	p := "\x80\x02}q\x00X\x04\x00\x00\x00selfh\x00s"
+	p += "X\x01\x00\x00\x00a}q\x01" + tensorPickle[3:len(tensorPickle)-1] + "s"
+	for _, k := range "bcdefgh" {
+		p += "X\x01\x00\x00\x00" + string(k) + "h\x01s"
+	}
+	p += "."
+	b := archive(t, entry{"a/data.pkl", p, zip.Store}, entry{"a/data/0", string(make([]byte, 16)), zip.Store})
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tensors) != 1 || f.Tensors[0].Name != "a.w" {
+		t.Errorf("tensors %v", f.Tensors)
+	}
+}

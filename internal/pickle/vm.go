@@ -104,6 +104,15 @@ func (m *machine) readLine() (string, error) {
 	return s, nil
 }
 
+// readName reads GLOBAL's and INST's module and name lines.
+func (m *machine) readName() (module, name string, err error) {
+	if module, err = m.readLine(); err != nil {
+		return "", "", err
+	}
+	name, err = m.readLine()
+	return module, name, err
+}
+
 func (m *machine) push(v Value) { m.stack = append(m.stack, v) }
 
 // spend counts n elements placed into a container against the input's
@@ -394,11 +403,7 @@ func (m *machine) step() error {
 		}
 		m.push(v)
 	case opGlobal:
-		module, err := m.readLine()
-		if err != nil {
-			return err
-		}
-		name, err := m.readLine()
+		module, name, err := m.readName()
 		if err != nil {
 			return err
 		}
@@ -441,11 +446,7 @@ func (m *machine) step() error {
 		}
 		m.push(PersistentID{ID: id})
 	case opInst:
-		module, err := m.readLine()
-		if err != nil {
-			return err
-		}
-		name, err := m.readLine()
+		module, name, err := m.readName()
 		if err != nil {
 			return err
 		}
