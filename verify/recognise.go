@@ -21,7 +21,15 @@ import (
 // matched says every exported key is a published one: neither side is then
 // a PEFT adapter, unless its adapter_config.json says so.
 func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
-	for _, m := range []*Mapped{d.Published, d.Exported} {
+	beside := [2]bool{}
+	for i, m := range []*Mapped{d.Published, d.Exported} {
+		other := []*Mapped{d.Exported, d.Published}[i]
+		findings, beside[i] = modelBesideAdapter(findings, m, other)
+	}
+	for i, m := range []*Mapped{d.Published, d.Exported} {
+		if beside[i] {
+			continue // a model, with an adapter beside it
+		}
 		if f, ok := peftAdapter(m, matched); ok {
 			return append(dropCodes(findings, nil, CodeMissingKey, CodeUnexpectedKey, CodeLowKeyOverlap, CodeNotCompared,
 				CodeShapeMismatch, CodeDTypeMismatch, CodeTiedWeight), f)
