@@ -10,17 +10,20 @@ import (
 // isAdapterTensor says a tensor name is a PEFT adapter's: PEFT saves every
 // one under base_model.model. with lora_A/lora_B (or lora_embedding_A/B,
 // lora_magnitude_vector) in its name (huggingface/peft
-// src/peft/utils/save_and_load.py @ v0.20.0).
+// src/peft/utils/save_and_load.py @ v0.20.0); mlx-lm's end in .lora_a and
+// .lora_b (ml-explore/mlx-lm mlx_lm/tuner/lora.py @ d78bf58e).
 func isAdapterTensor(name string) bool {
-	return strings.HasPrefix(name, "base_model.model.") || strings.Contains(name, ".lora_A.") ||
+	return strings.HasPrefix(name, "base_model.model.") || strings.HasSuffix(name, ".lora_a") || strings.HasSuffix(name, ".lora_b") ||
+		strings.Contains(name, ".lora_A.") ||
 		strings.Contains(name, ".lora_B.") || strings.Contains(name, ".lora_embedding_") ||
 		strings.Contains(name, ".lora_magnitude_vector")
 }
 
-// isAdapterFile says a tensor file is the adapter PEFT (and torchtune's
-// checkpointer) writes beside a model: adapter_model.safetensors.
+// isAdapterFile says a tensor file is an adapter written beside a model:
+// PEFT's (and torchtune's) adapter_model.safetensors, mlx-lm's
+// adapters.safetensors and NNNNNNN_adapters.safetensors.
 func isAdapterFile(name string) bool {
-	return strings.HasPrefix(name, "adapter_model")
+	return strings.HasPrefix(name, "adapter_model") || strings.HasSuffix(name, "adapters.safetensors")
 }
 
 // modelBesideAdapter recognises a side that holds a full model with a PEFT
