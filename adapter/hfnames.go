@@ -32,7 +32,7 @@ type basePrefix struct {
 // model_type, as huggingface/transformers declares them.
 var basePrefixes = map[string]basePrefix{
 	"gpt2":       {"transformer", "src/transformers/models/gpt2/modeling_gpt2.py GPT2PreTrainedModel @ 0010f602"},
-	"gptj":       {"transformer", "src/transformers/models/gptj/modeling_gptj.py GPTJPreTrainedModel"},
+	"gptj":       {"transformer", "src/transformers/models/gptj/modeling_gptj.py GPTJPreTrainedModel @ 00b676f8"},
 	"falcon":     {"transformer", "src/transformers/models/falcon/modeling_falcon.py FalconPreTrainedModel"},
 	"bloom":      {"transformer", "src/transformers/models/bloom/modeling_bloom.py BloomPreTrainedModel"},
 	"llama":      {"model", "src/transformers/models/llama/modeling_llama.py LlamaPreTrainedModel @ 00227283"},

@@ -9,7 +9,10 @@ import (
 
 // PEFTConfig is what a PEFT adapter's adapter_config.json says, read the
 // way huggingface/peft writes it (src/peft/config.py, tuners/lora/config.py
-// @ v0.20.0): the adapter's kind and the model it adapts. A checkpoint
+// @ v0.20.0): the adapter's kind and the model it adapts. mlx-lm writes a
+// file of the same name with its own keys (ml-explore/mlx-lm mlx_lm/lora.py
+// @ d78bf58e, save_config(vars(args)): "model", "fine_tune_type",
+// "lora_parameters": {"rank", ...}), read into the same fields. A checkpoint
 // directory holding one is a fine-tune's adapter (adapter_model.safetensors),
 // not a model.
 type PEFTConfig struct {
@@ -20,6 +23,9 @@ type PEFTConfig struct {
 	PEFTType, BaseModel string
 	// Rank is r, the LoRA rank, 0 when absent or not a positive integer.
 	Rank uint64
+	// Trainer is "mlx-lm" for mlx-lm's own adapter_config.json (its
+	// lora_parameters key), "" for PEFT's.
+	Trainer string
 }
 
 // ParsePEFTConfig parses adapter_config.json's bytes. Bytes that are not a
@@ -40,6 +46,21 @@ func ParsePEFTConfig(b []byte) (*PEFTConfig, error) {
 	str("base_model_name_or_path", &p.BaseModel)
 	if v, ok := fields["r"]; ok {
 		_ = json.Unmarshal(v, &p.Rank)
+	}
+	if v, ok := fields["lora_parameters"]; ok {
+		p.Trainer = "mlx-lm"
+		var lp struct {
+			Rank uint64 `json:"rank"`
+		}
+		if json.Unmarshal(v, &lp) == nil && p.Rank == 0 {
+			p.Rank = lp.Rank
+		}
+		if p.BaseModel == "" {
+			str("model", &p.BaseModel)
+		}
+		if p.PEFTType == "" {
+			str("fine_tune_type", &p.PEFTType)
+		}
 	}
 	return p, nil
 }

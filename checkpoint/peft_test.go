@@ -38,6 +38,10 @@ func TestParsePEFTConfig(t *testing.T) {
 	}{
 		{`{"peft_type":"LORA","base_model_name_or_path":null,"r":16}`, checkpoint.PEFTConfig{PEFTType: "LORA", Rank: 16}, false},
 		{`{"peft_type":7,"base_model_name_or_path":["x"],"r":-1}`, checkpoint.PEFTConfig{}, false},
+		// mlx-lm's own keys (ml-explore/mlx-lm mlx_lm/lora.py CONFIG_DEFAULTS @ d78bf58e)
+		{`{"model":"Qwen/Qwen3-0.6b","fine_tune_type":"lora","num_layers":16,"lora_parameters":{"rank":8,"dropout":0.0,"scale":20.0}}`,
+			checkpoint.PEFTConfig{PEFTType: "lora", BaseModel: "Qwen/Qwen3-0.6b", Rank: 8, Trainer: "mlx-lm"}, false},
+		{`{"model":3,"lora_parameters":null}`, checkpoint.PEFTConfig{Trainer: "mlx-lm"}, false},
 		{`[1]`, checkpoint.PEFTConfig{}, true},
 		{`{`, checkpoint.PEFTConfig{}, true},
 	}

@@ -48,6 +48,7 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeLowKeyOverlap:    FamilyKeys,
 	verify.CodeNeedsAdapter:     FamilyKeys,
 	verify.CodeLoRAAdapter:      FamilyKeys,
+	verify.CodeAdapterBeside:    FamilyKeys,
 	// Quantized tensors stand for the missing keys they would make.
 	verify.CodeQuantizedUnsupported: FamilyKeys,
 

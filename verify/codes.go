@@ -56,6 +56,7 @@ const (
 	CodeAdapterLimit     Code = "adapter_limit"
 	CodeNeedsAdapter     Code = "needs_adapter"
 	CodeLoRAAdapter      Code = "lora_adapter"
+	CodeAdapterBeside    Code = "adapter_beside"
 
 	CodeQuantizedUnsupported Code = "quantized_unsupported"
 
@@ -134,6 +135,7 @@ var codes = []CodeDoc{
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
 	{CodeNeedsAdapter, Warning, "diff: the export matches only through an adapter other than hf: its names are not Hugging Face's and transformers will not load it as is; says which adapter mapped how many tensors"},
 	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
+	{CodeAdapterBeside, Info, "diff: a side holds a full model with a PEFT adapter beside it (torchtune's epoch_N of a LoRA run): the model is compared, the adapter named"},
 	{CodeQuantizedUnsupported, Warning, "diff: quantized weights (each bound to its scales, zero points, blocks by its scheme: FP8, MXFP4, compressed-tensors, bitsandbytes, GPTQ, AWQ, MLX) held in another encoding by the other side are not compared yet, said once; a quantized weight the other side lacks stays a missing_key"},
 	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},

@@ -21,10 +21,19 @@ import (
 // matched says every exported key is a published one: neither side is then
 // a PEFT adapter, unless its adapter_config.json says so.
 func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
-	for _, m := range []*Mapped{d.Published, d.Exported} {
+	beside := [2]bool{}
+	for i, m := range []*Mapped{d.Published, d.Exported} {
+		other := []*Mapped{d.Exported, d.Published}[i]
+		findings, beside[i] = modelBesideAdapter(findings, m, other)
+	}
+	for i, m := range []*Mapped{d.Published, d.Exported} {
+		if beside[i] {
+			continue // a model, with an adapter beside it
+		}
 		if f, ok := peftAdapter(m, matched); ok {
+			// mlx-lm's periodic NNNNNNN_adapters.safetensors repeat adapters.safetensors' names.
 			return append(dropCodes(findings, nil, CodeMissingKey, CodeUnexpectedKey, CodeLowKeyOverlap, CodeNotCompared,
-				CodeShapeMismatch, CodeDTypeMismatch, CodeTiedWeight), f)
+				CodeShapeMismatch, CodeDTypeMismatch, CodeTiedWeight, CodeDuplicateKeyAcrossShards, CodeAdapterCollision), f)
 		}
 	}
 	if keys, f := d.quantized(); f.Code != "" {
@@ -55,27 +64,41 @@ func dropCodes(fs []Finding, keys map[string]string, codes ...Code) []Finding {
 // peftAdapter recognises a PEFT adapter (huggingface/peft @ v0.20.0): an
 // adapter_config.json beside the files, or tensors named as PEFT saves
 // them, base_model.model.<module>.lora_A.weight [r, in] and lora_B.weight
-// [out, r] (src/peft/utils/save_and_load.py, tuners/lora/layer.py).
+// [out, r] (src/peft/utils/save_and_load.py, tuners/lora/layer.py). And
+// mlx-lm's LoRA training output (ml-explore/mlx-lm @ d78bf58e:
+// mlx_lm/tuner/trainer.py saves adapters.safetensors and every
+// steps_per_save a copy, NNNNNNN_adapters.safetensors; tuners/lora.py
+// names <module>.lora_a [in, r] and .lora_b [r, out]): its pairs are
+// counted once, however many snapshots repeat them.
 func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 	if matched && m.Checkpoint.PEFT == nil {
 		return Finding{}, false // an adapter's names are never a model's
 	}
-	lora := 0
+	pairs := map[string]bool{}
+	mlx := false
 	for _, s := range m.Sources {
 		n := s.Tensor.Name
-		if strings.Contains(n, ".lora_A.") || strings.Contains(n, ".lora_embedding_A") {
-			lora++
+		switch {
+		case strings.Contains(n, ".lora_A.") || strings.Contains(n, ".lora_embedding_A"):
+			pairs[n] = true
+		case strings.HasSuffix(n, ".lora_a"):
+			pairs[n], mlx = true, true
 		}
 	}
+	lora := len(pairs)
 	cfg := m.Checkpoint.PEFT
 	if lora == 0 && cfg == nil {
 		return Finding{}, false
 	}
+	mlx = mlx || (cfg != nil && cfg.Trainer == "mlx-lm")
 	kind := "LoRA"
 	if cfg != nil && cfg.PEFTType != "" && !strings.EqualFold(cfg.PEFTType, "LORA") {
 		kind = cfg.PEFTType
 	}
 	msg := "a " + kind + " adapter"
+	if mlx {
+		msg = "an mlx-lm " + kind + " adapter"
+	}
 	switch {
 	case cfg != nil && cfg.BaseModel != "":
 		msg += " for " + textfmt.Quote(cfg.BaseModel)
@@ -84,7 +107,11 @@ func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 	default:
 		msg += " (no adapter_config.json beside it says for which model)"
 	}
-	msg += ", not a model: merge it into the base before diffing (peft's merge_and_unload(), then save_pretrained())"
+	if mlx {
+		msg += ", not a model: fuse it into the base before diffing (mlx_lm.fuse --model BASE --adapter-path DIR)"
+	} else {
+		msg += ", not a model: merge it into the base before diffing (peft's merge_and_unload(), then save_pretrained())"
+	}
 	if lora > 0 {
 		msg += fmt.Sprintf("; it holds %s", textfmt.Plural(lora, "low-rank pair"))
 		if cfg != nil && cfg.Rank > 0 {
