@@ -33,17 +33,17 @@ type basePrefix struct {
 var basePrefixes = map[string]basePrefix{
 	"gpt2":       {"transformer", "src/transformers/models/gpt2/modeling_gpt2.py GPT2PreTrainedModel @ 0010f602"},
 	"gptj":       {"transformer", "src/transformers/models/gptj/modeling_gptj.py GPTJPreTrainedModel @ 00b676f8"},
-	"falcon":     {"transformer", "src/transformers/models/falcon/modeling_falcon.py FalconPreTrainedModel"},
-	"bloom":      {"transformer", "src/transformers/models/bloom/modeling_bloom.py BloomPreTrainedModel"},
+	"falcon":     {"transformer", "src/transformers/models/falcon/modeling_falcon.py FalconPreTrainedModel @ 44272086"},
+	"bloom":      {"transformer", "src/transformers/models/bloom/modeling_bloom.py BloomPreTrainedModel @ 9d97831a"},
 	"llama":      {"model", "src/transformers/models/llama/modeling_llama.py LlamaPreTrainedModel @ 00227283"},
-	"mistral":    {"model", "src/transformers/models/mistral/modeling_mistral.py MistralPreTrainedModel"},
-	"mixtral":    {"model", "src/transformers/models/mixtral/modeling_mixtral.py MixtralPreTrainedModel"},
-	"qwen2":      {"model", "src/transformers/models/qwen2/modeling_qwen2.py Qwen2PreTrainedModel"},
-	"qwen3":      {"model", "src/transformers/models/qwen3/modeling_qwen3.py Qwen3PreTrainedModel"},
-	"qwen2_vl":   {"model", "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLPreTrainedModel"},
-	"qwen2_5_vl": {"model", "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLPreTrainedModel"},
-	"bert":       {"bert", "src/transformers/models/bert/modeling_bert.py BertPreTrainedModel"},
-	"roberta":    {"roberta", "src/transformers/models/roberta/modeling_roberta.py RobertaPreTrainedModel"},
+	"mistral":    {"model", "src/transformers/models/mistral/modeling_mistral.py MistralPreTrainedModel @ 93e0020c"},
+	"mixtral":    {"model", "src/transformers/models/mixtral/modeling_mixtral.py MixtralPreTrainedModel @ af3efdd7"},
+	"qwen2":      {"model", "src/transformers/models/qwen2/modeling_qwen2.py Qwen2PreTrainedModel @ 63bb7237"},
+	"qwen3":      {"model", "src/transformers/models/qwen3/modeling_qwen3.py Qwen3PreTrainedModel @ 9ee3f431"},
+	"qwen2_vl":   {"model", "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLPreTrainedModel @ 7e7810ab"},
+	"qwen2_5_vl": {"model", "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLPreTrainedModel @ d903f323"},
+	"bert":       {"bert", "src/transformers/models/bert/modeling_bert.py BertPreTrainedModel @ 8ec58104"},
+	"roberta":    {"roberta", "src/transformers/models/roberta/modeling_roberta.py RobertaPreTrainedModel @ 87b236ba"},
 }
 
 // A conversion is a vision-language class's _checkpoint_conversion_mapping
@@ -62,8 +62,10 @@ type conversion struct {
 //	"^multi_modal_projector": "model.multi_modal_projector",
 //	"^language_model.lm_head": "lm_head",
 //
-// Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration and
-// InternVLForConditionalGeneration declare the same four.
+// Gemma3ForConditionalGeneration (modeling_gemma3.py @ f14d0cbc),
+// Mistral3ForConditionalGeneration (modeling_mistral3.py @ 7e7810ab) and
+// InternVLForConditionalGeneration (modeling_internvl.py @ 2fd44548)
+// declare the same four.
 var llavaConversion = [][2]string{
 	{"language_model.model.", "model.language_model."},
 	{"vision_tower.", "model.vision_tower."},
@@ -71,8 +73,9 @@ var llavaConversion = [][2]string{
 	{"language_model.lm_head.", "lm_head."},
 }
 
-// qwenVLConversion is Qwen2VLForConditionalGeneration's and
-// Qwen2_5_VLForConditionalGeneration's mapping:
+// qwenVLConversion is Qwen2VLForConditionalGeneration's
+// (modeling_qwen2_vl.py @ 7e7810ab) and Qwen2_5_VLForConditionalGeneration's
+// (modeling_qwen2_5_vl.py @ d903f323) mapping:
 //
 //	"^visual": "model.visual",
 //	r"^model(?!\.(language_model|visual))": "model.language_model",
@@ -85,11 +88,11 @@ var qwenVLConversion = [][2]string{
 
 var conversions = map[string]conversion{
 	"llava":      {llavaConversion, "src/transformers/models/llava/modeling_llava.py LlavaForConditionalGeneration @ 00d3cdbe"},
-	"gemma3":     {llavaConversion, "src/transformers/models/gemma3/modeling_gemma3.py Gemma3ForConditionalGeneration (4.52+)"},
-	"mistral3":   {llavaConversion, "src/transformers/models/mistral3/modeling_mistral3.py Mistral3ForConditionalGeneration (4.52+)"},
-	"internvl":   {llavaConversion, "src/transformers/models/internvl/modeling_internvl.py InternVLForConditionalGeneration (4.52+)"},
-	"qwen2_vl":   {qwenVLConversion, "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLForConditionalGeneration (4.52+)"},
-	"qwen2_5_vl": {qwenVLConversion, "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLForConditionalGeneration (4.52+)"},
+	"gemma3":     {llavaConversion, "src/transformers/models/gemma3/modeling_gemma3.py Gemma3ForConditionalGeneration @ f14d0cbc"},
+	"mistral3":   {llavaConversion, "src/transformers/models/mistral3/modeling_mistral3.py Mistral3ForConditionalGeneration @ 7e7810ab"},
+	"internvl":   {llavaConversion, "src/transformers/models/internvl/modeling_internvl.py InternVLForConditionalGeneration @ 2fd44548"},
+	"qwen2_vl":   {qwenVLConversion, "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLForConditionalGeneration @ 7e7810ab"},
+	"qwen2_5_vl": {qwenVLConversion, "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLForConditionalGeneration @ d903f323"},
 }
 
 // Aliases are the names transformers loads a model_type's checkpoints

@@ -15,9 +15,11 @@ import (
 // added or stripped (huggingface/transformers modeling_utils.py
 // _get_key_renaming_mapping, v4.52+; base_model_prefix of
 // models/gpt2/modeling_gpt2.py @ 0010f602, models/llama/modeling_llama.py
-// @ 00227283, models/bert/modeling_bert.py), and vision-language models'
-// two generations of names (_checkpoint_conversion_mapping of
-// models/llava/modeling_llava.py @ 00d3cdbe and of Qwen2-VL / Qwen2.5-VL;
+// @ 00227283, models/bert/modeling_bert.py @ 8ec58104), and vision-language
+// models' two generations of names (_checkpoint_conversion_mapping of
+// models/llava/modeling_llava.py @ 00d3cdbe, models/gemma3/modeling_gemma3.py
+// @ f14d0cbc, models/mistral3/modeling_mistral3.py @ 7e7810ab and
+// models/qwen2_vl/modeling_qwen2_vl.py @ 7e7810ab;
 // v5 conversion_mapping.py @ 000c33fd get_model_conversion_mapping). Each
 // passes with no needs_adapter; a swap of two same-shaped tensors must fail
 // on values.
@@ -147,14 +149,22 @@ func llavaOld(modelType string) *hfModel {
 }
 
 // llavaMapping is LlavaForConditionalGeneration._checkpoint_conversion_mapping
-// (models/llava/modeling_llava.py @ 00d3cdbe; Gemma 3, Mistral 3 and
-// InternVL declare the same), applied as from_pretrained does: per key,
+// (models/llava/modeling_llava.py @ 00d3cdbe; Gemma 3 @ f14d0cbc, Mistral 3
+// @ 7e7810ab and InternVL @ 2fd44548 declare the same), applied as from_pretrained does: per key,
 // re.subn of each pattern in order, the first that replaces wins.
 var llavaMapping = [][2]string{
 	{"^language_model.model", "model.language_model"},
 	{"^vision_tower", "model.vision_tower"},
 	{"^multi_modal_projector", "model.multi_modal_projector"},
 	{"^language_model.lm_head", "lm_head"},
+}
+
+// vlmMappingSource is where each model_type's ForConditionalGeneration
+// declares llavaMapping.
+var vlmMappingSource = map[string]string{
+	"llava":    "models/llava/modeling_llava.py @ 00d3cdbe",
+	"gemma3":   "models/gemma3/modeling_gemma3.py @ f14d0cbc",
+	"mistral3": "models/mistral3/modeling_mistral3.py @ 7e7810ab",
 }
 
 func applyMapping(ts []fixture.Tensor, mapping [][2]string) []fixture.Tensor {
@@ -220,7 +230,7 @@ func TestTransformersNamesConventions(t *testing.T) {
 	vlmOldToNew := func(modelType string) convention {
 		return convention{
 			name:    modelType + ": Hub names published, the 4.52+ module names exported",
-			source:  "huggingface/transformers models/llava/modeling_llava.py @ 00d3cdbe _checkpoint_conversion_mapping",
+			source:  "huggingface/transformers " + vlmMappingSource[modelType] + " _checkpoint_conversion_mapping",
 			model:   func() *hfModel { return llavaOld(modelType) },
 			export:  func(m *hfModel) []fixture.Tensor { return m.done(applyMapping(m.rest(), llavaMapping)) },
 			adapter: "hf",
@@ -286,7 +296,7 @@ func TestTransformersNamesConventions(t *testing.T) {
 		},
 		{
 			name:   "bert: BertModel published, BertForSequenceClassification exported",
-			source: "huggingface/transformers models/bert/modeling_bert.py base_model_prefix = \"bert\"",
+			source: "huggingface/transformers models/bert/modeling_bert.py @ 8ec58104 base_model_prefix = \"bert\"",
 			model:  bertBase,
 			export: func(m *hfModel) []fixture.Tensor {
 				out := reprefix(m.rest(), "", "bert.")
@@ -306,7 +316,7 @@ func TestTransformersNamesConventions(t *testing.T) {
 		vlmOldToNew("mistral3"),
 		{
 			name:    "qwen2_vl: 4.52+ module names published, save_pretrained's names exported",
-			source:  "huggingface/transformers models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLForConditionalGeneration._checkpoint_conversion_mapping (4.52+)",
+			source:  "huggingface/transformers models/qwen2_vl/modeling_qwen2_vl.py @ 7e7810ab Qwen2VLForConditionalGeneration._checkpoint_conversion_mapping",
 			model:   func() *hfModel { return qwenVLNew("qwen2_vl") },
 			export:  qwenVLSaved,
 			adapter: "hf",
