@@ -1,0 +1,98 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+const (
+	qProj = "model.layers.0.self_attn.q_proj.weight"
+	kProj = "model.layers.0.self_attn.k_proj.weight"
+)
+
+// quantFindings lists "severity code key" of the quantized_* findings.
+func quantFindings(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		switch f.Code {
+		case CodeQuantizedScaleMissing, CodeQuantizedScaleShape, CodeQuantizedScaleUnused, CodeQuantizedConfig:
+			out = append(out, fmt.Sprintf("%s %s %s", f.Severity, f.Code, f.Key))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestQuantStructure: validate judges a quantized checkpoint's structure
+// from its headers and quantization_config, keyed by the weight: FP8 per
+// tensor (the test quantizer) on a [40, 72] weight, and FP8 blocks of
+// 128×128 (DeepSeek-V3's weight_scale_inv [⌈out/128⌉, ⌈in/128⌉]) on a
+// [200, 72] one, whose last block row is partial. Each negative control
+// breaks one thing.
+func TestQuantStructure(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 72)
+	w, s := quantizeFP8(bf16Weights(qProj, 2, 40, 72), 1)
+	k, ks := quantizeFP8(bf16Weights(kProj, 3, 40, 72), 1)
+	perTensor := func(ignore ...string) map[string]any {
+		return map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": testFP8Method, "ignore": ignore}}
+	}
+	block := func(size ...int) map[string]any {
+		qc := map[string]any{"quant_method": "fp8", "fmt": "e4m3"}
+		if size != nil {
+			qc["weight_block_size"] = size
+		}
+		return map[string]any{"model_type": "deepseek_v3", "quantization_config": qc}
+	}
+	fp8Block := raw(qProj, safetensors.F8_E4M3, 200, 72)
+	scaleInv := func(shape ...uint64) fixture.Tensor {
+		return raw("model.layers.0.self_attn.q_proj.weight_scale_inv", safetensors.F32, shape...)
+	}
+	cases := []struct {
+		name    string
+		tensors []fixture.Tensor
+		shards  int
+		config  map[string]any
+		want    []string
+	}{
+		{"faithful", []fixture.Tensor{norm, w, s, k, ks}, 1, perTensor(), nil},
+		{"scale in another shard", []fixture.Tensor{norm, k, ks, w, s}, 2, perTensor(), nil},
+		{"scale missing", []fixture.Tensor{norm, w, k, ks}, 1, perTensor(), []string{"error quantized_scale_missing " + qProj}},
+		{"scale shape", []fixture.Tensor{norm, w, raw(qProj+"_scale", safetensors.F32, 2), k, ks}, 1, perTensor(),
+			[]string{"error quantized_scale_shape " + qProj}},
+		{"scale unused", []fixture.Tensor{norm, w, s, k, ks, raw("model.layers.0.mlp.up_proj.weight_scale", safetensors.F32, 1)}, 1, perTensor(),
+			[]string{"warning quantized_scale_unused model.layers.0.mlp.up_proj.weight_scale"}},
+		{"ignored yet quantized", []fixture.Tensor{norm, w, s, k, ks}, 1, perTensor("re:.*q_proj$"),
+			[]string{"warning quantized_config_mismatch " + qProj}},
+		{"linear left unquantized", []fixture.Tensor{norm, w, s, bf16Weights(kProj, 3, 40, 72)}, 1, perTensor(),
+			[]string{"warning quantized_config_mismatch " + kProj}},
+		{"linear left unquantized, ignored", []fixture.Tensor{norm, w, s, bf16Weights(kProj, 3, 40, 72)}, 1, perTensor("re:.*k_proj"), nil},
+		{"block, partial last row", []fixture.Tensor{norm, fp8Block, scaleInv(2, 1)}, 1, block(128, 128), nil},
+		{"block, last row dropped", []fixture.Tensor{norm, fp8Block, scaleInv(1, 1)}, 1, block(128, 128),
+			[]string{"error quantized_scale_shape " + qProj}},
+		{"block size contradicted", []fixture.Tensor{norm, fp8Block, scaleInv(4, 2)}, 1, block(128, 128),
+			[]string{"warning quantized_config_mismatch " + qProj}},
+		{"block weight without scales", []fixture.Tensor{norm, fp8Block, raw(kProj, safetensors.F8_E4M3, 40, 72), raw("model.layers.0.self_attn.k_proj.weight_scale_inv", safetensors.F32, 1, 1)}, 1, block(),
+			[]string{"error quantized_scale_missing " + qProj}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "model")
+			if err := fixture.WriteSharded(dir, c.tensors, c.shards, c.config); err != nil {
+				t.Fatal(err)
+			}
+			fs, err := Validate(context.Background(), openCheckpoint(t, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := quantFindings(fs); !slices.Equal(got, c.want) {
+				t.Errorf("findings %q, want %q (%v)", got, c.want, fs)
+			}
+		})
+	}
+}
