@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 const (
@@ -92,6 +93,73 @@ func TestQuantStructure(t *testing.T) {
 			}
 			if got := quantFindings(fs); !slices.Equal(got, c.want) {
 				t.Errorf("findings %q, want %q (%v)", got, c.want, fs)
+			}
+		})
+	}
+}
+
+// TestQuantValues: diff --values decodes an FP8 per-tensor export (the test
+// quantizer, on [40, 72] and [3, 200] weights) against its BF16 source and
+// judges it by half a step an element. Negative controls: a scale ×2, the
+// weight of another layer, and an export whose values are BF16 but a
+// quarter step off.
+func TestQuantValues(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 72)
+	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 72), bf16Weights(kProj, 3, 3, 200)}
+	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": testFP8Method}}
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, src, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	quantized := func(mult float32, swap bool) []fixture.Tensor {
+		out := []fixture.Tensor{norm}
+		for i, x := range src[1:] {
+			w, s := quantizeFP8(x, 1)
+			if i == 0 {
+				_, s = quantizeFP8(x, mult)
+			}
+			out = append(out, w, s)
+		}
+		if swap { // q_proj's bytes from k_proj: another layer's weight of the same size
+			o, _ := quantizeFP8(bf16Weights(qProj, 9, 40, 72), 1)
+			out[1].Data = o.Data
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		tensors []fixture.Tensor
+		want    []string
+	}{
+		{"faithful", quantized(1, false), nil},
+		{"scale x2", quantized(2, false), []string{"error quantization_error " + qProj}},
+		{"another weight", quantized(1, true), []string{"error quantization_error " + qProj, "error reinitialized " + qProj}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := diffPaths(t, pub, export(t, c.tensors, cfg), DiffOptions{WeightsOnly: true})
+			if got := notable(d.Findings); len(got) != 0 {
+				t.Fatalf("structure: %v", d.Findings)
+			}
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := notable(rep.Findings); !slices.Equal(got, c.want) {
+				t.Errorf("findings %q, want %q", got, c.want)
+			}
+			for _, s := range rep.Tensors {
+				if s.Key == qProj || s.Key == kProj {
+					if s.Encoding != "F8_E4M3 per-tensor" || s.Quantization == nil || s.Quantization.Bound != "elementwise" {
+						t.Errorf("%s: %+v", s.Key, s)
+					}
+					if c.want == nil && (s.Quantization.MaxStepRatio > 1+values.StepMargin || !s.Quantization.Within) {
+						t.Errorf("%s: faithful but %+v", s.Key, s.Quantization)
+					}
+				}
+			}
+			if rep.Compared != 3 {
+				t.Errorf("%d compared, want 3", rep.Compared)
 			}
 		})
 	}
