@@ -26,6 +26,32 @@ import (
 // quantStructure checks c's quantized weights (none when c is not
 // quantized).
 func quantStructure(c *checkpoint.Checkpoint) []Finding {
+	qb, ok := bindCheckpoint(c)
+	if !ok {
+		return nil
+	}
+	if qb.err != nil {
+		return []Finding{{Code: CodeQuantizedConfig, Severity: Warning, Message: fmt.Sprintf("%s: %v; its weights were not bound", qb.method, qb.err)}}
+	}
+	file := ""
+	if c.Config != nil {
+		file = c.Config.Path
+	}
+	return checkBound(qb.scheme, quantConfigOf(qb.config), qb.bound, qb.infos, file)
+}
+
+// A checkpointBinding is what a scheme bound over every shard's tensors.
+type checkpointBinding struct {
+	method, scheme string
+	config         json.RawMessage
+	bound          quant.Bound
+	infos          []tensorfile.TensorInfo
+	err            error
+}
+
+// bindCheckpoint binds c's quantized weights, from its headers and config;
+// ok is false when c is not quantized or no scheme binds it.
+func bindCheckpoint(c *checkpoint.Checkpoint) (checkpointBinding, bool) {
 	srcs, _ := sources(c)
 	physical := make([]safetensors.TensorInfo, len(srcs))
 	for i, s := range srcs {
@@ -33,7 +59,7 @@ func quantStructure(c *checkpoint.Checkpoint) []Finding {
 	}
 	q := quantOf(&Mapped{Checkpoint: c}, physical)
 	if q.method == "" {
-		return nil
+		return checkpointBinding{}, false
 	}
 	infos := make([]tensorfile.TensorInfo, len(physical))
 	for i, t := range physical {
@@ -44,17 +70,10 @@ func quantStructure(c *checkpoint.Checkpoint) []Finding {
 		scheme = bestScheme(q.config, infos)
 	}
 	if scheme == nil {
-		return nil
+		return checkpointBinding{}, false
 	}
 	b, err := scheme.Bind(q.config, infos)
-	if err != nil {
-		return []Finding{{Code: CodeQuantizedConfig, Severity: Warning, Message: fmt.Sprintf("%s: %v; its weights were not bound", q.method, err)}}
-	}
-	file := ""
-	if c.Config != nil {
-		file = c.Config.Path
-	}
-	return checkBound(scheme.Name(), quantConfigOf(q.config), b, infos, file)
+	return checkpointBinding{method: q.method, scheme: scheme.Name(), config: q.config, bound: b, infos: infos, err: err}, true
 }
 
 // bestScheme is the scheme that binds the most weights on the names and

@@ -164,3 +164,26 @@ func TestQuantValues(t *testing.T) {
 		})
 	}
 }
+
+// TestQuantInspect: inspect lists one logical tensor a quantized weight,
+// its encoding shown, its logical shape and parameters, the bytes of all
+// its parts; its scale is no row of its own.
+func TestQuantInspect(t *testing.T) {
+	w, s := quantizeFP8(bf16Weights(qProj, 2, 40, 72), 1)
+	dir := filepath.Join(t.TempDir(), "model")
+	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": testFP8Method}}
+	if err := fixture.WriteSharded(dir, []fixture.Tensor{bf16Weights("model.norm.weight", 1, 72), s, w}, 2, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ins := Inspect(openCheckpoint(t, dir), nil, false)
+	var names []string
+	for _, r := range ins.Tensors {
+		names = append(names, r.Name)
+		if r.Name == qProj && (r.Encoding != "F8_E4M3 per-tensor" || r.Parameters != 40*72 || r.Bytes != 40*72+4 || !slices.Equal(r.Shape, []uint64{40, 72})) {
+			t.Errorf("%+v", r)
+		}
+	}
+	if !slices.Equal(names, []string{qProj, "model.norm.weight"}) || ins.Totals.Tensors != 2 || ins.Totals.Parameters != 72+40*72 {
+		t.Errorf("rows %q, totals %+v", names, ins.Totals)
+	}
+}
