@@ -142,7 +142,7 @@ var codes = []CodeDoc{
 	{CodeQuantizedScaleShape, Error, "validate, diff: a companion's shape does not fit its weight and scheme (e.g. the last partial block row dropped); keyed by the weight"},
 	{CodeQuantizedScaleUnused, Warning, "validate, diff: a scale, zero point or block tensor that no quantized weight claims"},
 	{CodeQuantizedConfig, Warning, "validate, diff: quantization_config disagrees with the tensors: an ignored module quantized anyway, a Linear weight left unquantized though no rule excludes it, a block size the scales contradict"},
-	{CodeQuantizationError, Error, "diff --values: a quantized weight decodes outside its encoding's own bound against the other side (half a step a value for round-to-nearest schemes, k·step/√12 relative L2 for GPTQ/AWQ): a wrong scale, zero point or weight; gives the measured numbers and the bound"},
+	{CodeQuantizationError, Error, "diff --values: a quantized weight decodes outside its encoding's own bound against the other side (half a step a value for round-to-nearest schemes, relative L2 ≤ 3·√(Σ step²/12)/‖p‖ for GPTQ/AWQ): a wrong scale, zero point or weight; gives the measured numbers and the bound"},
 	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},
