@@ -50,9 +50,14 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeLoRAAdapter:      FamilyKeys,
 	verify.CodeAdapterBeside:    FamilyKeys,
 	// Quantized tensors stand for the missing keys they would make.
-	verify.CodeQuantizedUnsupported: FamilyKeys,
+	verify.CodeQuantizedUnsupported:  FamilyKeys,
+	verify.CodeQuantizedScaleMissing: FamilyKeys,
+	verify.CodeQuantizedScaleShape:   FamilyKeys,
+	verify.CodeQuantizedScaleUnused:  FamilyKeys,
+	verify.CodeQuantizedConfig:       FamilyKeys,
 
 	verify.CodeValueMismatch:      FamilyValues,
+	verify.CodeQuantizationError:  FamilyValues,
 	verify.CodeNonFinite:          FamilyValues,
 	verify.CodeReinitialized:      FamilyValues,
 	verify.CodeTiedWeightMismatch: FamilyValues,

@@ -117,6 +117,7 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 		AllLeft  int
 		Heat     *heatmap
 		Top      []top
+		Quant    [][]string
 		Ticks    []tick
 		Statuses []status
 		Gradient template.CSS
@@ -178,6 +179,7 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 			p.Top = append(p.Top, top{Key: quote(t.Key), RelL2: statText(t.RelL2), Cosine: statText(t.Cosine),
 				Max: statText(t.MaxAbsDiff) + " at " + coords(t.MaxAt), Mismatches: thousandsU(t.Mismatches)})
 		}
+		p.Quant = QuantRows(v.Tensors)
 		data["compared"] = v.Compared
 		if h := p.Heat; h != nil {
 			span := h.LogMax - h.LogMin

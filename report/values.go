@@ -22,6 +22,7 @@ func writeValues(b *strings.Builder, v *verify.ValueReport) {
 		}
 		writeColumns(b, rows, "  ")
 	}
+	writeQuantValues(b, v)
 	var skipped []verify.TensorStats
 	for _, t := range v.Tensors {
 		if t.Skipped != "" {

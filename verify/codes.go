@@ -58,9 +58,14 @@ const (
 	CodeLoRAAdapter      Code = "lora_adapter"
 	CodeAdapterBeside    Code = "adapter_beside"
 
-	CodeQuantizedUnsupported Code = "quantized_unsupported"
+	CodeQuantizedUnsupported  Code = "quantized_unsupported"
+	CodeQuantizedScaleMissing Code = "quantized_scale_missing"
+	CodeQuantizedScaleShape   Code = "quantized_scale_shape"
+	CodeQuantizedScaleUnused  Code = "quantized_scale_unused"
+	CodeQuantizedConfig       Code = "quantized_config_mismatch"
 
 	CodeValueMismatch      Code = "value_mismatch"
+	CodeQuantizationError  Code = "quantization_error"
 	CodeNonFinite          Code = "nonfinite"
 	CodeReinitialized      Code = "reinitialized"
 	CodeTiedWeightMismatch Code = "tied_weight_mismatch"
@@ -137,6 +142,11 @@ var codes = []CodeDoc{
 	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
 	{CodeAdapterBeside, Info, "diff: a side holds a full model with a PEFT adapter beside it (torchtune's epoch_N of a LoRA run): the model is compared, the adapter named"},
 	{CodeQuantizedUnsupported, Warning, "diff: quantized weights (each bound to its scales, zero points, blocks by its scheme: FP8, MXFP4, compressed-tensors, bitsandbytes, GPTQ, AWQ, MLX) held in another encoding by the other side are not compared yet, said once; a quantized weight the other side lacks stays a missing_key"},
+	{CodeQuantizedScaleMissing, Error, "validate, diff: a quantized weight lacks a companion its scheme needs (a scale; zero points of an asymmetric scheme); keyed by the weight"},
+	{CodeQuantizedScaleShape, Error, "validate, diff: a companion's shape does not fit its weight and scheme (e.g. the last partial block row dropped); keyed by the weight"},
+	{CodeQuantizedScaleUnused, Warning, "validate, diff: a scale, zero point or block tensor that no quantized weight claims"},
+	{CodeQuantizedConfig, Warning, "validate, diff: quantization_config disagrees with the tensors: an ignored module quantized anyway, a Linear weight left unquantized though no rule excludes it, a block size the scales contradict"},
+	{CodeQuantizationError, Error, "diff --values: a quantized weight decodes outside its encoding's own bound against the other side (half a step a value for round-to-nearest schemes, relative L2 ≤ 3·√(Σ step²/12)/‖p‖ for GPTQ/AWQ): a wrong scale, zero point or weight; gives the measured numbers and the bound"},
 	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
 
@@ -33,7 +34,7 @@ const fingerprintVersion = "ckptcheck.fingerprint/v2"
 //   - the resolved mapping of each side: the adapter chosen, and every
 //     logical tensor's name, dtype, shape and segments (physical tensor,
 //     shard, byte range), with what the adapter dropped, ignored or could
-//     not map;
+//     not map; a quantized weight's encoding, parts and companions;
 //   - what is known of tie_word_embeddings.
 //
 // Paths are not in it: the same files mounted elsewhere fingerprint alike.
@@ -184,6 +185,7 @@ func (w *fingerprinter) mapped(m *Mapped) {
 			w.u64(s.Offset)
 			w.u64(s.Length)
 		}
+		w.quantized(m, t.Quant)
 	}
 	w.num(len(v.Dropped))
 	for _, dr := range v.Dropped {
@@ -199,4 +201,33 @@ func (w *fingerprinter) mapped(m *Mapped) {
 		w.strs(c.Sources)
 	}
 	w.strs(v.Ignored)
+}
+
+// quantized writes a quantized weight's encoding: its codec, logical
+// shape, and each companion as a logical tensor.
+func (w *fingerprinter) quantized(m *Mapped, q *adapter.Quantized) {
+	if q == nil {
+		w.str("plain")
+		return
+	}
+	w.str(q.Codec.String())
+	w.num(len(q.Shape))
+	for _, d := range q.Shape {
+		w.u64(d)
+	}
+	w.strs(q.Parts)
+	w.num(len(q.Companions))
+	for _, c := range q.Companions {
+		w.strs([]string{c.Name, c.DType.String()})
+		w.num(len(c.Shape))
+		for _, d := range c.Shape {
+			w.u64(d)
+		}
+		for _, s := range c.Segments {
+			src := m.Sources[s.Source]
+			w.strs([]string{src.Shard.Name, src.Tensor.Name})
+			w.u64(s.Offset)
+			w.u64(s.Length)
+		}
+	}
 }

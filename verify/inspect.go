@@ -30,6 +30,10 @@ type TensorRow struct {
 	Parameters uint64            `json:"parameters"`
 	Bytes      uint64            `json:"bytes"`
 	File       string            `json:"file"`
+	// Encoding names a quantized weight's encoding (its codec); the row
+	// is then the logical weight: its dequantized shape and parameters,
+	// and the bytes of all its parts.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Totals sums an inspection's tensors.
@@ -57,6 +61,7 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 	if filter != nil {
 		ins.Filter = filter.String()
 	}
+	weights, companions := quantRows(c)
 	for _, s := range c.Shards {
 		h := s.Safetensors()
 		if h == nil {
@@ -70,22 +75,30 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 			ins.Totals.Metadata[k] = v
 		}
 		for _, t := range h.Tensors {
-			if filter != nil && !filter.Match(t.Name) {
+			n, _ := t.NumElements()
+			row := TensorRow{Name: t.Name, DType: t.DType, Shape: t.Shape, Parameters: n, Bytes: t.Size(), File: s.Name}
+			if companions[t.Name] {
+				continue // part of its weight's row
+			}
+			if q, ok := weights[t.Name]; ok {
+				row = q
+				row.File = s.Name
+			}
+			if filter != nil && !filter.Match(row.Name) {
 				continue
 			}
-			n, _ := t.NumElements()
-			ins.Tensors = append(ins.Tensors, TensorRow{t.Name, t.DType, t.Shape, n, t.Size(), s.Name})
+			ins.Tensors = append(ins.Tensors, row)
 			ins.Totals.Tensors++
-			ins.Totals.Parameters += n
-			ins.Totals.Bytes += t.Size()
+			ins.Totals.Parameters += row.Parameters
+			ins.Totals.Bytes += row.Bytes
 			d := ins.Totals.ByDType[t.DType.String()]
 			if d == nil {
 				d = &DTypeTotals{}
 				ins.Totals.ByDType[t.DType.String()] = d
 			}
 			d.Tensors++
-			d.Parameters += n
-			d.Bytes += t.Size()
+			d.Parameters += row.Parameters
+			d.Bytes += row.Bytes
 		}
 	}
 	slices.SortFunc(ins.Tensors, func(a, b TensorRow) int { return NaturalCompare(a.Name, b.Name) })

@@ -160,7 +160,7 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 			b := DefaultDrift.with(d.MaxRelL2, d.MinCosine)
 			p.Drift = &b
 		}
-		if err := checkBound(d.MaxRelL2, d.MinCosine); err != nil {
+		if err := checkDriftBound(d.MaxRelL2, d.MinCosine); err != nil {
 			return ValuePolicy{}, fmt.Errorf("policy: default: %v", err)
 		}
 	}
@@ -179,7 +179,7 @@ func ReadPolicy(r io.Reader) (ValuePolicy, error) {
 				return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): tolerances must be finite and non-negative", i+1, rule.Match)
 			}
 		}
-		if err := checkBound(rule.MaxRelL2, rule.MinCosine); err != nil {
+		if err := checkDriftBound(rule.MaxRelL2, rule.MinCosine); err != nil {
 			return ValuePolicy{}, fmt.Errorf("policy: rule %d (%s): %v", i+1, rule.Match, err)
 		}
 	}
@@ -196,8 +196,8 @@ func checkTolerance(t Tolerance) error {
 	return nil
 }
 
-// checkBound checks a drift bound's fields that are set.
-func checkBound(maxRelL2, minCosine *float64) error {
+// checkDriftBound checks a drift bound's fields that are set.
+func checkDriftBound(maxRelL2, minCosine *float64) error {
 	if v := maxRelL2; v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
 		return fmt.Errorf("max_rel_l2 must be finite and non-negative, not %v", *v)
 	}

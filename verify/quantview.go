@@ -78,18 +78,11 @@ func (q quantSide) bind(v *adapter.View) {
 	}
 	// No scheme named: the one that binds the most weights, on the names
 	// and shapes alone (Bind reads no data).
-	var best quant.Scheme
-	most := 0
 	infos := make([]tensorfile.TensorInfo, len(v.Tensors))
 	for i, t := range v.Tensors {
 		infos[i] = tensorfile.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
 	}
-	for _, s := range quant.Schemes() {
-		if b, err := s.Bind(q.config, infos); err == nil && len(b.Bindings) > most {
-			best, most = s, len(b.Bindings)
-		}
-	}
-	if best != nil {
+	if best := bestScheme(q.config, infos); best != nil {
 		_, _ = v.BindQuant(best, q.config)
 	}
 }

@@ -147,7 +147,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 			switch {
 			case !ok:
 				missing[i]++
-			case sameEncoding(t, o):
+			case sameEncoding(t, o), comparableQuant(t, o): // compared as stored, or decoded
 			default:
 				if _, seen := keys[t.Name]; !seen {
 					keys[t.Name] = "quantized: not compared yet (" + t.Quant.Codec.String() + ")"
@@ -171,7 +171,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 	msg := fmt.Sprintf("%s quantized: %s not compared yet, with the %s bound to them (a later version will dequantize them)",
 		strings.Join(sides, " and "), textfmt.Plural(len(keys), "weight"), textfmt.Plural(companions, "scale or block tensor"))
 	if len(keys) == 0 {
-		msg = strings.Join(sides, " and ") + " quantized: every weight both sides hold is stored alike and compared as it is"
+		msg = strings.Join(sides, " and ") + " quantized: every weight both sides hold is stored alike or decoded, and compared"
 	}
 	for i, s := range []Side{Published, Exported} {
 		if missing[i] > 0 {

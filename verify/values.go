@@ -99,6 +99,10 @@ type TensorStats struct {
 	// evidence of re-initialization either way.
 	Constant bool   `json:"constant,omitempty"`
 	Skipped  string `json:"skipped,omitempty"`
+	// Encoding names a quantized side's encoding (see quantvalues.go), and
+	// Quantization how it fared against the encoding's own bound.
+	Encoding     string      `json:"encoding,omitempty"`
+	Quantization *QuantStats `json:"quantization,omitempty"`
 }
 
 // ValueReport sums up a value comparison.
@@ -135,6 +139,7 @@ type pair struct {
 	stats    TensorStats
 	tie      Side         // for a tie check, the side; "" for published vs exported
 	engine   *values.Pair // what the value engine compares, once it runs
+	quant    *quantPair   // set when a side is decoded through its codec
 }
 
 // An operand is one side of a pair: a logical tensor and the physical
@@ -169,10 +174,10 @@ func (o *operand) unreadable() string {
 func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 	ids := map[*checkpoint.Shard]int{}
 	var readers []io.ReaderAt
-	resolve := func(o *operand) values.Operand {
-		segs := make([]values.Segment, len(o.t.Segments))
-		for i, seg := range o.t.Segments {
-			src := o.src[seg.Source]
+	segments := func(t adapter.Tensor, sources []Source) []values.Segment {
+		segs := make([]values.Segment, len(t.Segments))
+		for i, seg := range t.Segments {
+			src := sources[seg.Source]
 			id, ok := ids[src.Shard]
 			if !ok {
 				id = len(readers)
@@ -181,11 +186,17 @@ func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 			}
 			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
 		}
-		return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segs, Transposed: o.t.Transposed}
+		return segs
+	}
+	resolve := func(p *pair, o *operand) values.Operand {
+		if p.quant != nil && o.t.Quant != nil {
+			return codecOperand(o, segments)
+		}
+		return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segments(o.t, o.src), Transposed: o.t.Transposed}
 	}
 	out := make([]*values.Pair, len(pairs))
 	for i, p := range pairs {
-		p.engine = &values.Pair{Name: p.key, Published: resolve(&p.pub), Exported: resolve(&p.exp), Tolerance: values.Tolerance(p.tol)}
+		p.engine = &values.Pair{Name: p.key, Published: resolve(p, &p.pub), Exported: resolve(p, &p.exp), Tolerance: values.Tolerance(p.tol)}
 		out[i] = p.engine
 	}
 	return readers, out
@@ -241,13 +252,14 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 	for _, p := range all {
 		p.stats.measured(p.engine.Stats)
 	}
-	for _, s := range order {
-		rep.Tensors = append(rep.Tensors, *s)
-	}
 	var unchanged []string
 	for _, pr := range pairs {
 		s := &pr.stats
 		rep.Compared++
+		if pr.quant != nil && pr.tol == (Tolerance{}) && !expect.Derived() {
+			rep.judgeQuant(pr)
+			continue
+		}
 		var fs []Finding
 		if expect.Derived() {
 			fs = derivedFindings(s)
@@ -271,6 +283,9 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 				s.Published, tol.Flags())
 		}
 		rep.Findings = append(rep.Findings, fs...)
+	}
+	for _, s := range order {
+		rep.Tensors = append(rep.Tensors, *s)
 	}
 	for _, t := range ties {
 		if t.stats.Mismatches > 0 {
@@ -311,6 +326,7 @@ func newPair(key string, p, e adapter.Tensor, ps, es []Source) *pair {
 func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 	add := func(p, e adapter.Tensor) {
 		pr := newPair(p.Name, p, e, d.Published.Sources, d.Exported.Sources)
+		d.quantOperands(pr)
 		tol, skip := policy.For(p.Name)
 		pr.tol, pr.stats.Tolerance = tol, tol
 		if policy.Expect.Derived() {
@@ -320,7 +336,7 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 		if skip == "" {
 			skip = d.notCompared[p.Name]
 		}
-		if skip == "" {
+		if skip == "" && pr.quant == nil {
 			skip = uncomparable(p.DType, e.DType)
 		}
 		if skip == "" {

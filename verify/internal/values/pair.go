@@ -45,8 +45,11 @@ type Operand struct {
 	// each part holding the matrices one after the other, and the operand
 	// compares as the F32 tensor it decodes to. A codec operand is never
 	// Transposed: its codec's spans say its layout.
-	Codec    quant.Codec
-	Parts    [][]Segment
+	Codec quant.Codec
+	Parts [][]Segment
+	// Steps, if set, says the codec's steps (see Stepper) when the codec
+	// itself does not implement Stepper.
+	Steps    Stepper
 	partCum  [][]uint64 // cum of each part
 	partSize []uint64   // bytes of each part a matrix
 }
@@ -82,9 +85,13 @@ type Pair struct {
 	Tolerance           Tolerance
 	Stats               Stats
 
-	fast   bool // an exact check without decoding exists
-	codec  bool // a side has a codec
-	blocks blocking
+	fast bool // an exact check without decoding exists
+	// stepper holds the codec sides' Steppers when every codec side has
+	// one: the run then measures StepStats.
+	stepper   [2]Stepper
+	stepParts []stepPartial
+	codec     bool // a side has a codec
+	blocks    blocking
 
 	// rounding is cleared when a block of a coarser published dtype is not
 	// what its export rounds to (see roundsTo).
@@ -125,6 +132,9 @@ type Stats struct {
 	// export F32, and every exported value rounds to the published one:
 	// the differences are no more than the published dtype's rounding.
 	WithinRounding bool
+	// Steps, set when every codec side says its steps (see Stepper), are
+	// the differences measured against them.
+	Steps *StepStats
 }
 
 // Options bound a run's concurrency.
@@ -162,8 +172,12 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 		}
 		pd, ed := p.Published.kernelDType(), p.Exported.kernelDType()
 		p.fast = fastExact(pd, ed)
+		p.stepper = [2]Stepper{}
 		if p.codec {
 			p.fast = sameCodec(p.Published.Codec, p.Exported.Codec)
+			if st, ok := p.steppers(); ok {
+				p.stepper = st
+			}
 		}
 		p.rounding.Store(coarser(pd, ed))
 	}

@@ -30,6 +30,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 	}
 	kernels := make([]kernel, workers)
 	decoders := make([]decoder, workers)
+	stepBufs := make([]stepBuffers, workers)
 	var fixMu sync.Mutex
 	var fixups []*Pair
 	consume := func(full bool) func(w int, j *job, pb, eb []byte) error {
@@ -48,6 +49,13 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 						return err
 					}
 					pd, ed = p.Published.kernelDType(), p.Exported.kernelDType()
+					if p.stepper != [2]Stepper{} {
+						sp, err := stepBufs[w].measure(j, &decoders[w], pb, eb)
+						if err != nil {
+							return err
+						}
+						p.recordSteps(j.block, sp)
+					}
 					exact = !full && fastExact(pd, ed) && exactBlock(pd, ed, pb, eb)
 				}
 			} else {
@@ -152,6 +160,7 @@ func (p *Pair) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := &p.Stats
+	p.finishSteps()
 	s.WithinRounding = p.rounding.Load()
 	if !p.dirty {
 		// Every block exact: bit-identical, or an exact upcast.
