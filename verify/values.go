@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify/internal/values"
@@ -167,28 +166,13 @@ func (o *operand) unreadable() string {
 // operand's segments as byte ranges of its shards' data sections, and
 // those data sections, numbered.
 func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
-	ids := map[*checkpoint.Shard]int{}
-	var readers []io.ReaderAt
-	resolve := func(o *operand) values.Operand {
-		segs := make([]values.Segment, len(o.t.Segments))
-		for i, seg := range o.t.Segments {
-			src := o.src[seg.Source]
-			id, ok := ids[src.Shard]
-			if !ok {
-				id = len(readers)
-				ids[src.Shard] = id
-				readers = append(readers, src.Shard.Safetensors().DataSection())
-			}
-			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
-		}
-		return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segs, Transposed: o.t.Transposed}
-	}
+	var rs shardReaders
 	out := make([]*values.Pair, len(pairs))
 	for i, p := range pairs {
-		p.engine = &values.Pair{Published: resolve(&p.pub), Exported: resolve(&p.exp), Tolerance: values.Tolerance(p.tol)}
+		p.engine = &values.Pair{Published: rs.operand(&p.pub), Exported: rs.operand(&p.exp), Tolerance: values.Tolerance(p.tol)}
 		out[i] = p.engine
 	}
-	return readers, out
+	return rs.readers, out
 }
 
 // CompareValues compares the values of every tensor the diff matched with

@@ -1,0 +1,35 @@
+package verify
+
+import (
+	"io"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
+)
+
+// shardReaders numbers the shards the value engine reads: each shard's
+// data section once, in the order first met.
+type shardReaders struct {
+	ids     map[*checkpoint.Shard]int
+	readers []io.ReaderAt
+}
+
+// operand gives the value engine an operand: its segments as byte ranges
+// of its shards' data sections.
+func (rs *shardReaders) operand(o *operand) values.Operand {
+	if rs.ids == nil {
+		rs.ids = map[*checkpoint.Shard]int{}
+	}
+	segs := make([]values.Segment, len(o.t.Segments))
+	for i, seg := range o.t.Segments {
+		src := o.src[seg.Source]
+		id, ok := rs.ids[src.Shard]
+		if !ok {
+			id = len(rs.readers)
+			rs.ids[src.Shard] = id
+			rs.readers = append(rs.readers, src.Shard.Safetensors().DataSection())
+		}
+		segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
+	}
+	return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segs, Transposed: o.t.Transposed}
+}
