@@ -166,7 +166,7 @@ func (f *loraFixture) writeAdapter(t *testing.T, dir string, extraTarget string)
 	return dir
 }
 
-func openCk(t *testing.T, dir string) *checkpoint.Checkpoint {
+func openCk(t testing.TB, dir string) *checkpoint.Checkpoint {
 	t.Helper()
 	c, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
-var loraFlag = &cli.StringFlag{Name: "lora", Usage: "prove EXPORTED is PUBLISHED with the PEFT LoRA adapter at `ADAPTER` merged in (base + scale·B·A on every target, the base elsewhere): diff --lora ADAPTER BASE MERGED; reads all the data", TakesFile: true}
+var loraFlag = &cli.StringFlag{Name: "lora", Usage: "prove EXPORTED is PUBLISHED with the PEFT LoRA adapter at `ADAPTER` merged in (base + scale·B·A on every target, the base elsewhere): diff --lora ADAPTER BASE MERGED; reads all the data"}
 
 // runLoRADiff is diff --lora ADAPTER BASE MERGED: the structural diff of
 // base and merge, the adapter's checks against the base, and the merge
