@@ -26,7 +26,26 @@ type PEFTConfig struct {
 	// Trainer is "mlx-lm" for mlx-lm's own adapter_config.json (its
 	// lora_parameters key), "" for PEFT's.
 	Trainer string
+	// Alpha is lora_alpha (0 when absent: LoraConfig's default is 8); RSLoRA is use_rslora (the
+	// scale alpha/√r, not alpha/r); DoRA is use_dora.
+	Alpha        float64
+	RSLoRA, DoRA bool
+	// TargetModules is target_modules as a list of module-name suffixes,
+	// or TargetRegex when it is one string (a regular expression, matched
+	// in full, or "all-linear").
+	TargetModules []string
+	TargetRegex   string
+	// ModulesToSave are the modules saved whole beside the adapter.
+	ModulesToSave []string
+	// RankPattern and AlphaPattern override r and lora_alpha per module
+	// (keys are module-name patterns).
+	RankPattern  map[string]uint64
+	AlphaPattern map[string]float64
 }
+
+// The fields read for LoRA are those of LoraConfig (src/peft/tuners/lora/config.py
+// @ 003369494699fedd543fe38d16e52df96aeae743): r, lora_alpha, use_rslora,
+// use_dora, target_modules, modules_to_save, rank_pattern, alpha_pattern.
 
 // ParsePEFTConfig parses adapter_config.json's bytes. Bytes that are not a
 // JSON object are an error, and the PEFTConfig nil; fields of the wrong
@@ -61,6 +80,29 @@ func ParsePEFTConfig(b []byte) (*PEFTConfig, error) {
 		if p.PEFTType == "" {
 			str("fine_tune_type", &p.PEFTType)
 		}
+	}
+	if v, ok := fields["lora_alpha"]; ok {
+		_ = json.Unmarshal(v, &p.Alpha)
+	}
+	for key, dst := range map[string]*bool{"use_rslora": &p.RSLoRA, "use_dora": &p.DoRA} {
+		if v, ok := fields[key]; ok {
+			_ = json.Unmarshal(v, dst)
+		}
+	}
+	if v, ok := fields["target_modules"]; ok {
+		if json.Unmarshal(v, &p.TargetModules) != nil {
+			p.TargetModules = nil
+			_ = json.Unmarshal(v, &p.TargetRegex)
+		}
+	}
+	if v, ok := fields["modules_to_save"]; ok {
+		_ = json.Unmarshal(v, &p.ModulesToSave)
+	}
+	if v, ok := fields["rank_pattern"]; ok {
+		_ = json.Unmarshal(v, &p.RankPattern)
+	}
+	if v, ok := fields["alpha_pattern"]; ok {
+		_ = json.Unmarshal(v, &p.AlphaPattern)
 	}
 	return p, nil
 }

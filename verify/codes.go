@@ -58,6 +58,16 @@ const (
 	CodeLoRAAdapter      Code = "lora_adapter"
 	CodeAdapterBeside    Code = "adapter_beside"
 
+	CodeLoRATargetMissing Code = "lora_target_missing"
+	CodeLoRAShapeMismatch Code = "lora_shape_mismatch"
+	CodeLoRARankMismatch  Code = "lora_rank_mismatch"
+	CodeLoRATargetEmpty   Code = "lora_target_empty"
+	CodeLoRAUntrained     Code = "lora_untrained"
+	CodeLoRANotMerged     Code = "lora_not_merged"
+	CodeLoRAMergeMismatch Code = "lora_merge_mismatch"
+	CodeLoRAMergeExtra    Code = "lora_merge_extra"
+	CodeLoRAUnverifiable  Code = "lora_unverifiable"
+
 	CodeQuantizedUnsupported  Code = "quantized_unsupported"
 	CodeQuantizedScaleMissing Code = "quantized_scale_missing"
 	CodeQuantizedScaleShape   Code = "quantized_scale_shape"
@@ -141,6 +151,15 @@ var codes = []CodeDoc{
 	{CodeNeedsAdapter, Warning, "diff: the export matches only through an adapter other than hf: its names are not Hugging Face's and transformers will not load it as is; says which adapter mapped how many tensors"},
 	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
 	{CodeAdapterBeside, Info, "diff: a side holds a full model with a PEFT adapter beside it (torchtune's epoch_N of a LoRA run): the model is compared, the adapter named"},
+	{CodeLoRATargetMissing, Error, "validate --base, diff BASE ADAPTER, diff --lora: an adapter's target (or modules_to_save copy) that the base does not have"},
+	{CodeLoRAShapeMismatch, Error, "validate --base, diff BASE ADAPTER, diff --lora: lora_A [r, in] and lora_B [out, r] do not fit the base weight [out, in], or a half of the pair is missing"},
+	{CodeLoRARankMismatch, Error, "validate --base, diff BASE ADAPTER, diff --lora: a target's rank disagrees with adapter_config.json's r or rank_pattern"},
+	{CodeLoRATargetEmpty, Warning, "validate --base, diff BASE ADAPTER, diff --lora: target_modules lists a module the adapter holds no weights for"},
+	{CodeLoRAUntrained, Warning, "validate --base, diff BASE ADAPTER, diff --lora: a target's lora_B is all zero, as peft initializes it: the adapter never trained"},
+	{CodeLoRANotMerged, Error, "diff --lora: a target of the merged export holds the base's values: the adapter was never merged into it"},
+	{CodeLoRAMergeMismatch, Error, "diff --lora: a target is neither the base nor base + scale·B·A (gives the measured scale ratio when it is a wrong scale, e.g. alpha instead of alpha/r), or a modules_to_save module is not the adapter's copy"},
+	{CodeLoRAMergeExtra, Error, "diff --lora: a tensor the adapter neither targets nor saves differs from the base"},
+	{CodeLoRAUnverifiable, Warning, "diff --lora: a target's delta is below what the merged dtype's rounding can show, so the merge cannot be told from the base (or DoRA, not verified yet)"},
 	{CodeQuantizedUnsupported, Warning, "diff: quantized weights (each bound to its scales, zero points, blocks by its scheme: FP8, MXFP4, compressed-tensors, bitsandbytes, GPTQ, AWQ, MLX) held in another encoding by the other side are not compared yet, said once; a quantized weight the other side lacks stays a missing_key"},
 	{CodeQuantizedScaleMissing, Error, "validate, diff: a quantized weight lacks a companion its scheme needs (a scale; zero points of an asymmetric scheme); keyed by the weight"},
 	{CodeQuantizedScaleShape, Error, "validate, diff: a companion's shape does not fit its weight and scheme (e.g. the last partial block row dropped); keyed by the weight"},

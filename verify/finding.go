@@ -56,6 +56,8 @@ type Side string
 const (
 	Published Side = "published"
 	Exported  Side = "exported"
+	// SideAdapter is the adapter of diff --lora, the third input.
+	SideAdapter Side = "adapter"
 )
 
 // A Finding is one thing a check found: a stable code, a severity, where

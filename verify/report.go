@@ -27,6 +27,8 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Values is the value comparison of diff --values.
 	Values *ValueReport `json:"values,omitempty"`
+	// LoRA is the merge proof of diff --lora.
+	LoRA *LoRAReport `json:"lora,omitempty"`
 	// Inspection is what inspect lists; its fields are inlined.
 	*Inspection
 	// Explanation is diff --explain's answer.

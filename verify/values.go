@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
-	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify/internal/values"
@@ -172,34 +171,19 @@ func (o *operand) unreadable() string {
 // operand's segments as byte ranges of its shards' data sections, and
 // those data sections, numbered.
 func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
-	ids := map[*checkpoint.Shard]int{}
-	var readers []io.ReaderAt
-	segments := func(t adapter.Tensor, sources []Source) []values.Segment {
-		segs := make([]values.Segment, len(t.Segments))
-		for i, seg := range t.Segments {
-			src := sources[seg.Source]
-			id, ok := ids[src.Shard]
-			if !ok {
-				id = len(readers)
-				ids[src.Shard] = id
-				readers = append(readers, src.Shard.Safetensors().DataSection())
-			}
-			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
-		}
-		return segs
-	}
+	var rs shardReaders
 	resolve := func(p *pair, o *operand) values.Operand {
 		if p.quant != nil && o.t.Quant != nil {
-			return codecOperand(o, segments)
+			return codecOperand(o, rs.segments)
 		}
-		return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: segments(o.t, o.src), Transposed: o.t.Transposed}
+		return rs.operand(o)
 	}
 	out := make([]*values.Pair, len(pairs))
 	for i, p := range pairs {
 		p.engine = &values.Pair{Name: p.key, Published: resolve(p, &p.pub), Exported: resolve(p, &p.exp), Tolerance: values.Tolerance(p.tol)}
 		out[i] = p.engine
 	}
-	return readers, out
+	return rs.readers, out
 }
 
 // CompareValues compares the values of every tensor the diff matched with

@@ -44,6 +44,7 @@ func diffCommand() *cli.Command {
 			&cli.BoolFlag{Name: "weights-only", Usage: "judge the weights only: not config.json, tokenizer and generation files, nor the export's dtype against its config"},
 			&cli.BoolFlag{Name: "require-files", Usage: "make every config, tokenizer, generation or chat-template file the published side has and the export lacks an error (the gate before upload)"},
 			partitionFlag,
+			loraFlag,
 		}, remoteFlags()...),
 		Action: runDiff,
 	}
@@ -56,6 +57,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	opt, err := diffOptions(cmd)
 	if err != nil {
 		return err
+	}
+	if cmd.String("lora") != "" {
+		return runLoRADiff(ctx, cmd, opt)
 	}
 	policy, err := valuePolicy(cmd)
 	if err != nil {
@@ -94,6 +98,9 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	}
 	d, err := verify.Diff(ctx, cks[0], cks[1], opt)
 	if err != nil {
+		return err
+	}
+	if err := adapterBesideBase(cks[0], cks[1], d); err != nil {
 		return err
 	}
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}

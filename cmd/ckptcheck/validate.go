@@ -25,6 +25,7 @@ func validateCommand() *cli.Command {
 			&cli.StringFlag{Name: "manifest", Usage: "check the checkpoint against a manifest `FILE` written by ckptcheck manifest; reads all the data", TakesFile: true},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
 			filePartitionFlag,
+			&cli.StringFlag{Name: "base", Usage: "check each PATH as a PEFT LoRA adapter of the base model at `BASE` (its adapter_config.json's base_model_name_or_path is reported, never fetched)"},
 		}, remoteFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := needArgs(cmd, 1, -1, "PATH..."); err != nil {
@@ -32,6 +33,9 @@ func validateCommand() *cli.Command {
 			}
 			if _, err := ignores(cmd); err != nil {
 				return err
+			}
+			if cmd.String("base") != "" {
+				return runValidateBase(ctx, cmd)
 			}
 			part, err := partitionOf(cmd)
 			if err != nil {

@@ -1,0 +1,255 @@
+package values
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// A Projection is one tensor of a merge check (Freivalds' test): the
+// merged tensor M against the base B, two plain float operands of one
+// shape read as rows (all dimensions but the last) of cols elements, and k
+// probe vectors x_t of cols values each. Project fills, for row i and probe
+// t, at [i·k+t]:
+//
+//	Diff  = Σ_j (M_ij − B_ij)·x_tj
+//	Floor = Σ_j ½ulp(M_ij)·|x_tj|
+//
+// in float64, in the one pass that reads the bytes: O(rows·cols·k) work,
+// never forming a matrix. Floor bounds what rounding M to its dtype can
+// move Diff by. With no probes it only counts the elements that differ.
+type Projection struct {
+	Base, Merged Operand
+	Probes       [][]float64
+	Diff, Floor  []float64
+	// Differs counts elements whose values differ (−0 = 0, NaN = NaN);
+	// NonFinite the merged elements that are NaN or Inf.
+	Differs, NonFinite uint64
+
+	pair               Pair // the blocking and jobs the scheduler reads
+	cols               uint64
+	absProbes          [][]float64
+	differs, nonfinite atomic.Uint64
+}
+
+// Project runs every projection, reading the operands' bytes from readers
+// through the read scheduler on all cores, like Run. It returns the bytes
+// read.
+func Project(ctx context.Context, readers []io.ReaderAt, projs []*Projection, opt Options) (int64, error) {
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	readAhead := opt.ReadAhead
+	if readAhead <= 0 {
+		readAhead = 4
+	}
+	byPair := make(map[*Pair]*Projection, len(projs))
+	var total, read, done atomic.Int64
+	for i, p := range projs {
+		if err := p.prepare(); err != nil {
+			return 0, fmt.Errorf("projection %d: %w", i, err)
+		}
+		byPair[&p.pair] = p
+		total.Add(int64(p.Base.Size() + p.Merged.Size()))
+	}
+	scratch := make([]projectScratch, workers)
+	pi, k := 0, uint64(0)
+	next := func() (*job, bool) {
+		for pi < len(projs) && k >= projs[pi].pair.blocks.blocks {
+			pi, k = pi+1, 0
+		}
+		if pi == len(projs) {
+			return nil, false
+		}
+		p := &projs[pi].pair
+		j := p.blocks.job(p, k)
+		k++
+		return j, true
+	}
+	consume := func(w int, j *job, bb, mb []byte) error {
+		p := byPair[j.pair]
+		raw := int64(len(bb) + len(mb))
+		read.Add(raw)
+		p.block(&scratch[w], j, bb, mb)
+		if opt.Progress != nil {
+			opt.Progress(done.Add(raw), total.Load())
+		}
+		return nil
+	}
+	err := schedule(ctx, readers, schedulerOptions{workers: workers, readAhead: readAhead}, next, consume)
+	for _, p := range projs {
+		p.Differs, p.NonFinite = p.differs.Load(), p.nonfinite.Load()
+	}
+	return read.Load(), err
+}
+
+// prepare checks the operands and cuts the projection into blocks of whole
+// rows, so that no two blocks share a row's sums.
+func (p *Projection) prepare() error {
+	for _, o := range []*Operand{&p.Base, &p.Merged} {
+		if o.Codec != nil || !o.DType.IsFloat() || o.DType.Lanes() != 1 || o.DType.Bits() < 16 {
+			return fmt.Errorf("a projection reads plain float tensors of 16 bits or more, not %s", o.DType)
+		}
+	}
+	if !shapeEqual(p.Base.Shape, p.Merged.Shape) {
+		return fmt.Errorf("shapes %v and %v differ", p.Base.Shape, p.Merged.Shape)
+	}
+	p.pair = Pair{Published: p.Base, Exported: p.Merged}
+	n := p.Base.Elements()
+	p.cols = 1
+	if len(p.Base.Shape) > 0 {
+		p.cols = p.Base.Shape[len(p.Base.Shape)-1]
+	}
+	rows := uint64(0)
+	if p.cols > 0 {
+		rows = n / p.cols
+	}
+	for _, x := range p.Probes {
+		if uint64(len(x)) != p.cols {
+			return fmt.Errorf("a probe of %d values for rows of %d", len(x), p.cols)
+		}
+	}
+	p.absProbes = make([][]float64, len(p.Probes))
+	for t, x := range p.Probes {
+		p.absProbes[t] = make([]float64, len(x))
+		for j, v := range x {
+			p.absProbes[t][j] = math.Abs(v)
+		}
+	}
+	k := uint64(len(p.Probes))
+	p.Diff, p.Floor = make([]float64, rows*k), make([]float64, rows*k)
+	if p.Base.Transposed || p.Merged.Transposed {
+		p.pair.blocks = newBlocking(&p.pair)
+		return nil
+	}
+	b := blocking{n: n, rows: rows, cols: p.cols, byRows: true}
+	if n > 0 {
+		b.perRows = max(1, blockElems/p.cols)
+		b.perMat = (rows + b.perRows - 1) / b.perRows
+		b.blocks = b.perMat
+	}
+	p.pair.blocks = b
+	return nil
+}
+
+func shapeEqual(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// projectScratch is a worker's decoded rows.
+type projectScratch struct {
+	base, merged, delta, half []float64
+}
+
+// block projects the whole rows of one block.
+func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
+	cols := int(p.cols)
+	if cols == 0 {
+		return
+	}
+	bd, md := p.Base.DType, p.Merged.DType
+	be, me := bd.Bits()/8, md.Bits()/8
+	s.base, s.merged = growFloats(s.base, cols), growFloats(s.merged, cols)
+	s.delta, s.half = growFloats(s.delta, cols), growFloats(s.half, cols)
+	halfULP := halfULPTable(md)
+	k := len(p.Probes)
+	var differs, nonfinite uint64
+	for r := range int(j.n) / cols {
+		row := int(j.start)/cols + r
+		quant.DecodeFloat64(bd, bb[r*cols*be:(r+1)*cols*be], s.base)
+		quant.DecodeFloat64(md, mb[r*cols*me:(r+1)*cols*me], s.merged)
+		for c, m := range s.merged {
+			b := s.base[c]
+			d := m - b
+			if d != 0 && !(m != m && b != b) { // NaN = NaN
+				differs++
+			}
+			if m-m != 0 {
+				nonfinite++
+				d = 0
+			}
+			s.delta[c] = d
+			s.half[c] = halfULP[(math.Float64bits(m)>>52)&0x7ff]
+		}
+		for t := range k {
+			p.Diff[row*k+t] = dot(s.delta, p.Probes[t])
+			p.Floor[row*k+t] = dot(s.half, p.absProbes[t])
+		}
+	}
+	p.differs.Add(differs)
+	p.nonfinite.Add(nonfinite)
+}
+
+func dot(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func growFloats(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
+}
+
+// HalfULP is half the spacing of dtype d's values at v: the most rounding
+// a real number to d moves it, for |v| in d's range. It is +Inf for a
+// non-finite v.
+func HalfULP(d safetensors.DType, v float64) float64 {
+	return halfULPTable(d)[(math.Float64bits(v)>>52)&0x7ff]
+}
+
+var halfULPTables sync.Map // safetensors.DType → *[2048]float64
+
+// halfULPTable gives half an ULP of d by float64 exponent field: a value
+// of d with precision p bits (the implicit one included) whose float64
+// exponent is e has spacing 2^(e−p+1), never finer than d's subnormals.
+func halfULPTable(d safetensors.DType) *[2048]float64 {
+	if t, ok := halfULPTables.Load(d); ok {
+		return t.(*[2048]float64)
+	}
+	p, minExp := 53, -1022
+	switch d {
+	case safetensors.BF16:
+		p, minExp = 8, -126
+	case safetensors.F16:
+		p, minExp = 11, -14
+	case safetensors.F32:
+		p, minExp = 24, -126
+	}
+	t := new([2048]float64)
+	for e := range 2048 {
+		exp := max(e-1023, minExp)
+		t[e] = math.Ldexp(1, exp-p) // half of 2^(exp−p+1)
+	}
+	t[2047] = math.Inf(1)
+	halfULPTables.Store(d, t)
+	return t
+}

@@ -1,0 +1,272 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// A PEFT LoRA adapter as huggingface/peft saves it (src/peft/utils/save_and_load.py,
+// get_peft_model_state_dict, @ 003369494699fedd543fe38d16e52df96aeae743):
+// base_model.model.<module>.lora_A.weight [r, in] and lora_B.weight
+// [out, r] for each target, lora_magnitude_vector for DoRA, and
+// base_model.model.<module>.weight for a modules_to_save copy (the
+// ".modules_to_save.<adapter>" infix removed). A target's merge
+// (tuners/lora/layer.py, Linear.get_delta_weight and merge) is
+// W + scaling·B·A, scaling = lora_alpha/r, or lora_alpha/√r with
+// use_rslora (LoraLayer.update_layer), per module from rank_pattern and
+// alpha_pattern.
+
+const peftPrefix = "base_model.model."
+
+// peftDefaultAlpha is LoraConfig's lora_alpha when the config leaves it out.
+const peftDefaultAlpha = 8
+
+// A loraAdapter is an adapter checkpoint's LoRA modules and saved copies.
+type loraAdapter struct {
+	c       *checkpoint.Checkpoint
+	cfg     checkpoint.PEFTConfig
+	modules []*loraModule // by path
+	saved   map[string]Source
+	sources map[string]Source // every readable tensor, by name
+}
+
+// A loraModule is one target: its low-rank pair and its scale.
+type loraModule struct {
+	path         string // the module in the base; its weight is path + ".weight"
+	a, b, mag    *Source
+	rank         uint64  // lora_A's first dimension
+	want         uint64  // the rank the config says, 0 when it does not
+	alpha, scale float64 // from the config and its patterns
+	aVals, bVals []float64
+}
+
+// weight is the base weight the module adapts.
+func (m *loraModule) weight() string { return m.path + ".weight" }
+
+// readLoRA reads an adapter's tensor names and config; values are read by
+// loadValues.
+func readLoRA(c *checkpoint.Checkpoint) *loraAdapter {
+	la := &loraAdapter{c: c, saved: map[string]Source{}, sources: map[string]Source{}}
+	if c.PEFT != nil {
+		la.cfg = *c.PEFT
+	}
+	srcs, _ := sources(c)
+	byPath := map[string]*loraModule{}
+	module := func(path string) *loraModule {
+		m := byPath[path]
+		if m == nil {
+			m = &loraModule{path: path}
+			byPath[path] = m
+		}
+		return m
+	}
+	for _, s := range srcs {
+		name := s.Tensor.Name
+		la.sources[name] = s
+		rest, ok := strings.CutPrefix(name, peftPrefix)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(rest, ".lora_A.weight"):
+			module(strings.TrimSuffix(rest, ".lora_A.weight")).a = &s
+		case strings.HasSuffix(rest, ".lora_B.weight"):
+			module(strings.TrimSuffix(rest, ".lora_B.weight")).b = &s
+		case strings.HasSuffix(rest, ".lora_magnitude_vector"):
+			module(strings.TrimSuffix(rest, ".lora_magnitude_vector")).mag = &s
+		case !strings.Contains(rest, "lora_"):
+			la.saved[rest] = s
+		}
+	}
+	for _, m := range byPath {
+		if m.a != nil && len(m.a.Tensor.Shape) == 2 {
+			m.rank = m.a.Tensor.Shape[0]
+		}
+		m.want, m.alpha = la.cfg.Rank, la.cfg.Alpha
+		if m.alpha == 0 {
+			m.alpha = peftDefaultAlpha
+		}
+		if r, ok := patternValue(la.cfg.RankPattern, m.path); ok {
+			m.want = r
+		}
+		if a, ok := patternValue(la.cfg.AlphaPattern, m.path); ok {
+			m.alpha = a
+		}
+		r := float64(m.rank)
+		if m.want > 0 {
+			r = float64(m.want)
+		}
+		m.scale = m.alpha / r
+		if la.cfg.RSLoRA {
+			m.scale = m.alpha / math.Sqrt(r)
+		}
+		la.modules = append(la.modules, m)
+	}
+	slices.SortFunc(la.modules, func(x, y *loraModule) int { return strings.Compare(x.path, y.path) })
+	return la
+}
+
+// patternValue finds a module's entry in rank_pattern or alpha_pattern the
+// way peft's get_pattern_key does: a key matches a module name that it
+// ends, after a dot, as a regular expression (re.match(rf"(.*\.)?({key})$")).
+// A key that is not a Go regular expression matches as a plain suffix.
+func patternValue[V any](patterns map[string]V, path string) (V, bool) {
+	var zero V
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range patterns {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		if re, err := regexp.Compile(`^(.*\.)?(` + k + `)$`); err == nil {
+			if re.MatchString(path) {
+				return patterns[k], true
+			}
+		} else if path == k || strings.HasSuffix(path, "."+k) {
+			return patterns[k], true
+		}
+	}
+	return zero, false
+}
+
+// readFloats decodes a small adapter tensor to float64: its bytes are in
+// the file (the shard validated), and an adapter is r·(in+out) a target.
+func readFloats(s *Source) ([]float64, error) {
+	t := s.Tensor
+	if !t.DType.IsFloat() || t.DType.Lanes() != 1 {
+		return nil, fmt.Errorf("%s: tensor %q: dtype %s is not a float", s.Shard.Path, t.Name, t.DType)
+	}
+	n, _ := t.NumElements()
+	b := make([]byte, t.DType.Bytes(n))
+	if _, err := io.ReadFull(t.Open(), b); err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", s.Shard.Path, t.Name, err)
+	}
+	out := make([]float64, n)
+	quant.DecodeFloat64(t.DType, b, out)
+	return out, nil
+}
+
+// loadValues reads every module's A and B.
+func (la *loraAdapter) loadValues() error {
+	for _, m := range la.modules {
+		if m.a == nil || m.b == nil {
+			continue
+		}
+		var err error
+		if m.aVals, err = readFloats(m.a); err != nil {
+			return err
+		}
+		if m.bVals, err = readFloats(m.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckAdapter checks a PEFT LoRA adapter against the base model the
+// command line names (never the config's base_model_name_or_path): every
+// target exists in the base with shapes that fit it, ranks agree with the
+// config, every target module the config lists has weights, and the
+// adapter's values are finite and trained. It reads the adapter's values,
+// never the base's.
+func CheckAdapter(base, adapterC *checkpoint.Checkpoint) ([]Finding, error) {
+	la := readLoRA(adapterC)
+	if err := la.loadValues(); err != nil {
+		return nil, err
+	}
+	return la.check(base), nil
+}
+
+func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
+	var out []Finding
+	file := ""
+	if la.c.PEFT != nil {
+		file = la.c.PEFT.Path
+	}
+	for _, m := range la.modules {
+		key := m.weight()
+		w := base.Tensor(key)
+		if m.a == nil || m.b == nil {
+			half := "lora_B"
+			if m.a == nil {
+				half = "lora_A"
+			}
+			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
+				Message: fmt.Sprintf("the adapter holds no %s for %s: a low-rank pair needs both halves", half, m.path)})
+			continue
+		}
+		if w == nil {
+			out = append(out, Finding{Code: CodeLoRATargetMissing, Severity: Error, Key: key,
+				Message: fmt.Sprintf("the adapter targets %s, which the base does not have (no %s)", m.path, key)})
+			continue
+		}
+		as, bs := m.a.Tensor.Shape, m.b.Tensor.Shape
+		if len(w.Shape) != 2 || len(as) != 2 || len(bs) != 2 || bs[1] != as[0] || as[1] != w.Shape[1] || bs[0] != w.Shape[0] {
+			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
+				Message: fmt.Sprintf("lora_A %s and lora_B %s do not fit the base weight %s (want lora_A [r, in], lora_B [out, r])",
+					safetensors.FormatShape(as), safetensors.FormatShape(bs), safetensors.FormatShape(w.Shape)),
+				Published: safetensors.FormatShape(w.Shape)})
+			continue
+		}
+		if m.want > 0 && m.rank != m.want {
+			out = append(out, Finding{Code: CodeLoRARankMismatch, Severity: Error, Key: key, File: file,
+				Message:  fmt.Sprintf("rank %d, but the config says %d (r or rank_pattern)", m.rank, m.want),
+				Expected: m.want, Got: m.rank})
+		}
+		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
+			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
+				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
+		}
+		if allZero(m.bVals) {
+			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,
+				Message: "lora_B is all zero, as peft initializes it: the adapter's delta is zero (it never trained)"})
+		}
+	}
+	for name, s := range la.saved {
+		if w := base.Tensor(name); w == nil {
+			out = append(out, Finding{Code: CodeLoRATargetMissing, Severity: Error, Key: name,
+				Message: fmt.Sprintf("the adapter saves a copy of %s (modules_to_save), which the base does not have", name)})
+		} else if !slices.Equal(w.Shape, s.Tensor.Shape) {
+			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: name,
+				Message: fmt.Sprintf("the modules_to_save copy is %s, the base's %s", safetensors.FormatShape(s.Tensor.Shape), safetensors.FormatShape(w.Shape))})
+		}
+	}
+	for _, t := range la.cfg.TargetModules {
+		if !slices.ContainsFunc(la.modules, func(m *loraModule) bool { return m.path == t || strings.HasSuffix(m.path, "."+t) }) {
+			out = append(out, Finding{Code: CodeLoRATargetEmpty, Severity: Warning, File: file,
+				Message: fmt.Sprintf("target_modules lists %s, but the adapter holds no weights for it", textfmt.Quote(t))})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Finding) int { return strings.Compare(x.Key, y.Key) })
+	return out
+}
+
+func nonFinite(v []float64) int {
+	n := 0
+	for _, x := range v {
+		if x-x != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func allZero(v []float64) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
