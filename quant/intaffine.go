@@ -1,0 +1,55 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// Helpers of the integer group-affine codecs (GPTQ, AWQ, compressed-tensors
+// pack-quantized, MLX): values of bits ∈ {2, 4, 8} packed 32/bits to a
+// little-endian 32-bit word, the first in the low bits, and a table per
+// group that maps each of the 2^bits codes to its value, so that the inner
+// loops are a shift, a mask and a load.
+
+// packBits checks bits and returns the values a word holds.
+func packBits(what string, bits uint64) (uint64, error) {
+	switch bits {
+	case 2, 4, 8:
+		return 32 / bits, nil
+	}
+	return 0, fmt.Errorf("%s: %d-bit values are not decoded (2, 4 and 8 are)", what, bits)
+}
+
+// word is the little-endian 32-bit word i of b.
+func word(b []byte, i uint64) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
+
+// zeroScaleLUT fills lut[q] = round_d(float32(q − z) · s): torch's (q − z) *
+// scale with integer codes and a scale of dtype d, computed in float32 and
+// stored in d (the product of a small integer and a 16-bit scale is exact
+// in float32, so the store is the only rounding).
+func zeroScaleLUT(lut []float32, z int32, s float32, d tensorfile.DType) {
+	for q := range lut {
+		lut[q] = roundTo(d, float32(int32(q)-z)*s)
+	}
+}
+
+// groupIndex checks a g_idx part (I32, one group a column) against groups,
+// and reports whether it is the column order c/group, which the codecs
+// decode word by word. minusOne says that any −1 means column order
+// (compressed-tensors' "g_idx is None or -1 in g_idx").
+func groupIndex(what string, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
+	columnOrder = true
+	for c := range cols {
+		g := int32(word(b, c))
+		if g == -1 && minusOne {
+			return true, nil
+		}
+		if g < 0 || uint64(g) >= groups {
+			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d", what, c, g, groups)
+		}
+		columnOrder = columnOrder && uint64(g) == c/group
+	}
+	return columnOrder, nil
+}
