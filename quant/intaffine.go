@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -35,6 +36,10 @@ func zeroScaleLUT(lut []float32, z int32, s float32, d tensorfile.DType) {
 	}
 }
 
+// ErrIndex is wrapped by the error of a g_idx naming no group: a fault in
+// the data, not in its size.
+var ErrIndex = errors.New("group index out of range")
+
 // groupIndex checks a g_idx part (I32, one group a column) against groups,
 // and reports whether it is the column order c/group, which the codecs
 // decode word by word. minusOne says that any −1 means column order
@@ -47,7 +52,7 @@ func groupIndex(what string, b []byte, cols, group, groups uint64, minusOne bool
 			return true, nil
 		}
 		if g < 0 || uint64(g) >= groups {
-			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d", what, c, g, groups)
+			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d: %w", what, c, g, groups, ErrIndex)
 		}
 		columnOrder = columnOrder && uint64(g) == c/group
 	}
