@@ -95,7 +95,12 @@ func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error
 	nw := nr / 8
 	qw, scales, zeros := parts[0], parts[1], parts[2]
 	var luts [8][16]float32
+	var rows [8][]float32
 	for w := range nw {
+		for j := range uint64(8) {
+			r := w*8 + j
+			rows[j] = dst[r*d.Cols : (r+1)*d.Cols]
+		}
 		for g := range groups {
 			zw := word(zeros, g*nw+w)
 			for j := range uint64(8) {
@@ -104,10 +109,11 @@ func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error
 			}
 			for col := g * c.group; col < (g+1)*c.group; col++ {
 				v := word(qw, col*nw+w)
-				base := w*8*d.Cols + col
-				for j := range uint64(8) {
-					dst[base+j*d.Cols] = luts[j][v>>(4*awqNibble[j])&0xF]
-				}
+				// Row j's code is at nibble awqNibble[j] = [0, 4, 1, 5, 2, 6, 3, 7][j].
+				rows[0][col], rows[1][col] = luts[0][v&0xF], luts[1][v>>16&0xF]
+				rows[2][col], rows[3][col] = luts[2][v>>4&0xF], luts[3][v>>20&0xF]
+				rows[4][col], rows[5][col] = luts[4][v>>8&0xF], luts[5][v>>24&0xF]
+				rows[6][col], rows[7][col] = luts[6][v>>12&0xF], luts[7][v>>28]
 			}
 		}
 	}

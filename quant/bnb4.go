@@ -176,11 +176,16 @@ func (c *BNB4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 			out[0], out, in = roundTo(c.out, code[in[0]&0xF]*a), out[1:], in[1:]
 		}
 		pairs := len(out) / 2
-		if c.out == tensorfile.F32 {
+		switch c.out {
+		case tensorfile.F32:
 			for i, v := range in[:pairs] {
 				out[2*i], out[2*i+1] = code[v>>4]*a, code[v&0xF]*a
 			}
-		} else {
+		case tensorfile.BF16:
+			for i, v := range in[:pairs] {
+				out[2*i], out[2*i+1] = roundBF16(code[v>>4]*a), roundBF16(code[v&0xF]*a)
+			}
+		default:
 			for i, v := range in[:pairs] {
 				out[2*i], out[2*i+1] = roundTo(c.out, code[v>>4]*a), roundTo(c.out, code[v&0xF]*a)
 			}

@@ -76,10 +76,14 @@ func roundTo(d tensorfile.DType, v float32) float32 {
 	case tensorfile.BF16:
 		return roundBF16(v)
 	case tensorfile.F16:
-		return f16Table()[float16.Fromfloat32(v).Bits()]
+		return roundF16(v)
 	}
 	return v
 }
+
+// roundF16 is IEEE round to nearest even to F16 (x448/float16), kept out of
+// roundTo so that roundTo inlines.
+func roundF16(v float32) float32 { return f16Table()[float16.Fromfloat32(v).Bits()] }
 
 // roundBF16 is c10::BFloat16's round_to_nearest_even.
 func roundBF16(v float32) float32 {

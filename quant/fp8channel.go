@@ -83,16 +83,20 @@ func (c *ChannelFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 		return err
 	}
 	t, sd := f8Tables[tensorfile.F8_E4M3], c.parts[1].DType
+	var lut [256]float32 // every byte's value under the row's scale
 	for r := range r1 - r0 {
-		var s float32
-		if c.perTensor {
-			s = floatAt(sd, parts[1], 0)
-		} else {
-			s = floatAt(sd, parts[1], r)
+		if r == 0 || !c.perTensor {
+			s := floatAt(sd, parts[1], r)
+			if c.perTensor {
+				s = floatAt(sd, parts[1], 0)
+			}
+			for b, v := range t {
+				lut[b] = roundTo(sd, v*s)
+			}
 		}
 		out := dst[r*d.Cols : (r+1)*d.Cols]
 		for i, b := range parts[0][r*d.Cols : (r+1)*d.Cols] {
-			out[i] = roundTo(sd, t[b]*s)
+			out[i] = lut[b]
 		}
 	}
 	return nil

@@ -134,7 +134,7 @@ func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 	g, _ := c.geometry(d)
 	columnOrder := true
 	if len(c.parts) == 4 {
-		if columnOrder, err = groupIndex(c.String(), parts[3], d.Cols, g.group, g.groups, false); err != nil {
+		if columnOrder, err = groupIndex(c, parts[3], d.Cols, g.group, g.groups, false); err != nil {
 			return err
 		}
 	}
@@ -151,10 +151,7 @@ func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 			for gi := range g.groups {
 				zeroScaleLUT(lut[:1<<c.bits], zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd)
 				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
-					w := word(qw, k*nr+o)
-					for j := range c.pack {
-						out[k*c.pack+j] = lut[w>>(j*c.bits)&mask]
-					}
+					unpackWord(out[k*c.pack:], word(qw, k*nr+o), c.bits, c.pack, &lut)
 				}
 			}
 			continue

@@ -44,7 +44,7 @@ var ErrIndex = errors.New("group index out of range")
 // and reports whether it is the column order c/group, which the codecs
 // decode word by word. minusOne says that any −1 means column order
 // (compressed-tensors' "g_idx is None or -1 in g_idx").
-func groupIndex(what string, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
+func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
 	columnOrder = true
 	for c := range cols {
 		g := int32(word(b, c))
@@ -57,4 +57,26 @@ func groupIndex(what string, b []byte, cols, group, groups uint64, minusOne bool
 		columnOrder = columnOrder && uint64(g) == c/group
 	}
 	return columnOrder, nil
+}
+
+// unpack4 writes the eight 4-bit codes of w, low first, through lut.
+func unpack4(out []float32, w uint32, lut *[256]float32) {
+	out = out[:8:8]
+	out[0], out[1] = lut[w&0xF], lut[w>>4&0xF]
+	out[2], out[3] = lut[w>>8&0xF], lut[w>>12&0xF]
+	out[4], out[5] = lut[w>>16&0xF], lut[w>>20&0xF]
+	out[6], out[7] = lut[w>>24&0xF], lut[w>>28]
+}
+
+// unpackWord writes the pack codes of bits bits of w, low first, through
+// lut.
+func unpackWord(out []float32, w uint32, bits, pack uint64, lut *[256]float32) {
+	if bits == 4 {
+		unpack4(out, w, lut)
+		return
+	}
+	mask := uint32(1)<<bits - 1
+	for j := range pack {
+		out[j] = lut[w>>(j*bits)&mask]
+	}
 }

@@ -86,7 +86,7 @@ func (c *MLXAffine) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32)
 	if err := checkParts(c, spans, parts, dst, n); err != nil {
 		return err
 	}
-	t, mask, wpg := c.parts[1].DType, uint32(1)<<c.bits-1, c.group/c.pack
+	t, wpg := c.parts[1].DType, c.group/c.pack
 	var lut [256]float32
 	for k := range n / c.group { // group k of the range, row-major
 		s, b := floatAt(t, parts[1], k), floatAt(t, parts[2], k)
@@ -96,10 +96,7 @@ func (c *MLXAffine) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32)
 		}
 		out := dst[k*c.group : (k+1)*c.group]
 		for i := range wpg {
-			w := word(parts[0], k*wpg+i)
-			for j := range c.pack {
-				out[i*c.pack+j] = lut[w>>(j*c.bits)&mask]
-			}
+			unpackWord(out[i*c.pack:], word(parts[0], k*wpg+i), c.bits, c.pack, &lut)
 		}
 	}
 	return nil

@@ -152,7 +152,7 @@ func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 	var gidx []byte
 	if c.gidx {
 		gidx = parts[len(parts)-1]
-		if columnOrder, err = groupIndex(c.String(), gidx, d.Cols, g.group, g.groups, true); err != nil {
+		if columnOrder, err = groupIndex(c, gidx, d.Cols, g.group, g.groups, true); err != nil {
 			return err
 		}
 	}
@@ -172,7 +172,11 @@ func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 		if columnOrder {
 			for gi := range g.groups {
 				zeroScaleLUT(lut[:1<<c.bits], zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd)
-				for col := gi * g.group; col < min((gi+1)*g.group, d.Cols); col++ {
+				col, end := gi*g.group, min((gi+1)*g.group, d.Cols)
+				for ; col%c.pack == 0 && col+c.pack <= end; col += c.pack {
+					unpackWord(out[col:], word(row, col/c.pack), c.bits, c.pack, &lut)
+				}
+				for ; col < end; col++ { // a group that does not start or end on a word
 					out[col] = lut[word(row, col/c.pack)>>((col%c.pack)*c.bits)&mask]
 				}
 			}
