@@ -207,7 +207,9 @@ func FuzzCodecs(f *testing.F) {
 		func() (quant.Codec, error) {
 			return quant.NewBNB4(quant.BNB4Config{Blocksize: 64, DType: tensorfile.BF16, Nested: true, NestedBlocksize: 256})
 		},
-		func() (quant.Codec, error) { return quant.NewBNB4(quant.BNB4Config{FP4: true, Blocksize: 32, DType: tensorfile.F32}) },
+		func() (quant.Codec, error) {
+			return quant.NewBNB4(quant.BNB4Config{FP4: true, Blocksize: 32, DType: tensorfile.F32})
+		},
 		func() (quant.Codec, error) {
 			return quant.NewGPTQ(quant.GPTQConfig{Bits: 4, GroupSize: 16, Scale: tensorfile.F16, ZeroOffset: 1, GIdx: true})
 		},
