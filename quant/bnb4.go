@@ -169,29 +169,22 @@ func (c *BNB4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 		} else {
 			a = floatAt(tensorfile.F32, parts[1], b-b0)
 		}
+		var lut [16]float32 // the block's 16 values, stored in the output dtype
+		for i, v := range code {
+			lut[i] = roundTo(c.out, v*a)
+		}
 		lo, hi := max(e0, b<<c.shift), min(e1, (b+1)<<c.shift)
 		out := dst[lo-e0 : hi-e0]
 		in := data[lo/2-e0/2:]
 		if lo%2 == 1 { // a row of odd length starts on a low nibble
-			out[0], out, in = roundTo(c.out, code[in[0]&0xF]*a), out[1:], in[1:]
+			out[0], out, in = lut[in[0]&0xF], out[1:], in[1:]
 		}
 		pairs := len(out) / 2
-		switch c.out {
-		case tensorfile.F32:
-			for i, v := range in[:pairs] {
-				out[2*i], out[2*i+1] = code[v>>4]*a, code[v&0xF]*a
-			}
-		case tensorfile.BF16:
-			for i, v := range in[:pairs] {
-				out[2*i], out[2*i+1] = roundBF16(code[v>>4]*a), roundBF16(code[v&0xF]*a)
-			}
-		default:
-			for i, v := range in[:pairs] {
-				out[2*i], out[2*i+1] = roundTo(c.out, code[v>>4]*a), roundTo(c.out, code[v&0xF]*a)
-			}
+		for i, v := range in[:pairs] {
+			out[2*i], out[2*i+1] = lut[v>>4], lut[v&0xF]
 		}
 		if len(out)%2 == 1 {
-			out[len(out)-1] = roundTo(c.out, code[in[pairs]>>4]*a)
+			out[len(out)-1] = lut[in[pairs]>>4]
 		}
 	}
 	return nil
