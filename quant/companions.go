@@ -32,10 +32,17 @@ type companion struct {
 	suffixes []string
 }
 
+// A refiner replaces a binding's Unsupported codec by the codec that
+// decodes it, when the layout's tensors (infos, in the layout's part order,
+// the data first, nil where absent) and the scheme's config determine one;
+// it leaves the binding alone otherwise.
+type refiner func(l *layout, infos []*tensorfile.TensorInfo, b *Binding)
+
 // bindLayouts binds tensors to the first layout, in order, that claims
 // each, and lists as Unused the companions no weight claims. Its work is
-// a few map look-ups per tensor and layout.
-func bindLayouts(scheme string, layouts []layout, tensors []tensorfile.TensorInfo) Bound {
+// a few map look-ups per tensor and layout. refine, when set, refines
+// each binding.
+func bindLayouts(scheme string, layouts []layout, tensors []tensorfile.TensorInfo, refine refiner) Bound {
 	byName := make(map[string]int, len(tensors))
 	for i, t := range tensors {
 		if _, dup := byName[t.Name]; !dup {
@@ -48,8 +55,11 @@ func bindLayouts(scheme string, layouts []layout, tensors []tensorfile.TensorInf
 		if claimed[i] {
 			continue
 		}
-		for _, l := range layouts {
-			if bind, ok := l.bind(scheme, tensors, i, byName, claimed); ok {
+		for k := range layouts {
+			if bind, infos, ok := layouts[k].bind(scheme, tensors, i, byName, claimed); ok {
+				if refine != nil {
+					refine(&layouts[k], infos, &bind)
+				}
 				b.Bindings = append(b.Bindings, bind)
 				break
 			}
@@ -63,11 +73,11 @@ func bindLayouts(scheme string, layouts []layout, tensors []tensorfile.TensorInf
 	return b
 }
 
-func (l layout) bind(scheme string, tensors []tensorfile.TensorInfo, i int, byName map[string]int, claimed []bool) (Binding, bool) {
+func (l layout) bind(scheme string, tensors []tensorfile.TensorInfo, i int, byName map[string]int, claimed []bool) (Binding, []*tensorfile.TensorInfo, bool) {
 	data := &tensors[i]
 	stem, ok := strings.CutSuffix(data.Name, l.data)
 	if !ok || stem == "" {
-		return Binding{}, false
+		return Binding{}, nil, false
 	}
 	found := make([]int, len(l.parts))
 	some := false
@@ -81,7 +91,7 @@ func (l layout) bind(scheme string, tensors []tensorfile.TensorInfo, i int, byNa
 		}
 	}
 	if l.shared && !some {
-		return Binding{}, false
+		return Binding{}, nil, false
 	}
 	codec := &Unsupported{Scheme: scheme, Encoding: l.encoding, Layout: make([]Part, 1+len(l.parts))}
 	names := make([]string, 1+len(l.parts))
@@ -100,7 +110,7 @@ func (l layout) bind(scheme string, tensors []tensorfile.TensorInfo, i int, byNa
 	if l.shape != nil {
 		shape = l.shape(infos)
 	}
-	return Binding{Weight: stem + l.weight, Shape: shape, Codec: codec, Parts: names}, true
+	return Binding{Weight: stem + l.weight, Shape: shape, Codec: codec, Parts: names}, infos, true
 }
 
 // isCompanion reports a name that some layout's companion suffix ends.

@@ -21,10 +21,27 @@
 // the adapter's view builder, which calls the registered Scheme (see
 // RegisterScheme); judging a missing or misshapen companion is package
 // verify's. One file a scheme (scheme_*.go): fp8, mxfp4,
-// compressed-tensors, bitsandbytes, gptq, awq, mlx. Most bind to the
+// compressed-tensors, bitsandbytes, gptq, awq, mlx. Each binds the codec
+// its headers and quantization_config (read with the bounded JSON reader)
+// determine, with the weight's logical (dequantized) shape, and keeps the
 // Unsupported codec, which names the scheme and its parts and decodes
-// nothing yet: a quantized side is then one logical tensor a weight,
-// and what is not compared is said weight by weight.
+// nothing, for the combinations no codec decodes. Companions a codec does
+// not decode but the weight owns (input_scale, quant_map, weight_shape,
+// quant_state) are carried parts: sized, spanned, not decoded. Where the
+// layout lives in the data (bitsandbytes' quant state, compressed-tensors'
+// weight_shape) the codec is a Resolver: the caller reads that one small
+// part and resolves the codec and the shape.
+//
+// The codecs, one a file, each citing the upstream code its values follow
+// bit for bit: BlockFP8 (DeepSeek-V3 / finegrained_fp8), ChannelFP8
+// (compressed-tensors float-quantized), ScaledFP8, PackQuantized
+// (compressed-tensors pack-quantized), GPTQ, AWQ (GEMM), MLXAffine, MXFP4
+// (gpt-oss), NVFP4 (ModelOpt and compressed-tensors), BNB4 (bitsandbytes
+// NF4/FP4, double quantization) and Int8Rowwise (LLM.int8). Rounding
+// follows upstream: products torch computes in float32 and stores in BF16
+// or F16 are rounded to nearest even once; where upstream rounds between
+// two operations (mlx's multiply then add, bitsandbytes' nested absmax then
+// offset) an explicit float32 conversion keeps Go from fusing them.
 //
 // Every codec passes the shared conformance suite in package quanttest, as
 // every restic backend passes its test suite. ScaledFP8 is the reference

@@ -11,7 +11,11 @@ import (
 // 2026-12-01): the weight X is stored as X_blocks U8 [..., rows, G, 16]
 // (two FP4 values a byte, 32 a block) beside X_scales U8 [..., rows, G]
 // (E8M0 exponents). transformers dequantizes it to [..., G·32, rows] for a
-// stack of experts (it transposes dimensions 1 and 2), [rows, G·32] else.
+// stack of experts (it transposes dimensions 1 and 2), [rows, G·32] else:
+// that is the Binding's Shape. The MXFP4 codec decodes the stored order,
+// each matrix as Dims{rows, G·32}: for a stack, the logical [E, G·32, rows]
+// is the transpose of what it decodes, a transpose the adapter's segment
+// makes.
 type mxfp4Scheme struct{}
 
 var mxfp4Layouts = []layout{{encoding: "", data: "_blocks", weight: "", shape: mxfp4Shape,
@@ -22,7 +26,11 @@ func init() { RegisterScheme(mxfp4Scheme{}) }
 func (mxfp4Scheme) Name() string { return "mxfp4" }
 
 func (mxfp4Scheme) Bind(_ []byte, tensors []tensorfile.TensorInfo) (Bound, error) {
-	return bindLayouts("mxfp4", mxfp4Layouts, tensors), nil
+	return bindLayouts("mxfp4", mxfp4Layouts, tensors, func(_ *layout, infos []*tensorfile.TensorInfo, b *Binding) {
+		if b.Shape != nil {
+			realize(b, infos, MXFP4{}, []int{0, 1}, nil, -1, nil)
+		}
+	}), nil
 }
 
 // mxfp4Shape is the dequantized shape of X_blocks [..., rows, G, 16], or nil

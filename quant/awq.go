@@ -1,0 +1,121 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// AWQ is AutoAWQ's GEMM layout (WQLinear_GEMM) of a 4-bit Linear weight of
+// logical Dims [out, in]:
+//   - qweight I32 [in, out/8]: word [c, w] holds rows w·8 + j of column c
+//     in AWQ's interleaved order, row j at nibble AWQ_REVERSE_ORDER[j] =
+//     [0, 4, 1, 5, 2, 6, 3, 7][j] (packed in order [0, 2, 4, 6, 1, 3, 5, 7]);
+//   - qzeros I32 [in/group, out/8], packed the same way, with no offset;
+//   - scales [in/group, out] (F16).
+//
+// value = (q − z) · scale in float32, stored in the scale's dtype
+// (casper-hansen/AutoAWQ awq/utils/packing_utils.py dequantize_gemm at
+// 7ee28736ab85f95724eeab2598bf49b13b86439f: unpack_awq, reverse_awq_order,
+// (iweight - izeros) * scales). The logical weight is the transpose of
+// dequantize_gemm's [in, out].
+type AWQ struct {
+	group uint64
+	parts []Part
+}
+
+// awqNibble is the nibble of row j of a word: AWQ_REVERSE_ORDER.
+var awqNibble = [8]uint32{0, 4, 1, 5, 2, 6, 3, 7}
+
+// NewAWQ returns the codec of 4-bit AWQ GEMM with groups of group input
+// columns and scales of dtype scale.
+func NewAWQ(group uint64, scale tensorfile.DType) (*AWQ, error) {
+	if group == 0 || floatSize(scale) < 2 {
+		return nil, fmt.Errorf("awq: group %d, %s scales", group, scale)
+	}
+	return &AWQ{group, []Part{{Data, tensorfile.I32}, {Scale, scale}, {ZeroPoint, tensorfile.I32}}}, nil
+}
+
+func (c *AWQ) String() string { return fmt.Sprintf("AWQ int4 g%d", c.group) }
+func (c *AWQ) Parts() []Part  { return c.parts }
+func (c *AWQ) Tile() Tile     { return Tile{Rows: 8, Cols: c.group} }
+
+func (c *AWQ) geometry(d Dims) (groups uint64, sizes [3]uint64, err error) {
+	if d.Cols == 0 || d.Cols%c.group != 0 || d.Rows%8 != 0 {
+		return 0, sizes, fmt.Errorf("%s: %d × %d is not whole groups of %d columns and words of 8 rows", c, d.Rows, d.Cols, c.group)
+	}
+	groups = d.Cols / c.group
+	var ok [3]bool
+	sizes[0], ok[0] = mul3(d.Cols, d.Rows/8, 4)
+	sizes[1], ok[1] = mul3(groups, d.Rows, floatSize(c.parts[1].DType))
+	sizes[2], ok[2] = mul3(groups, d.Rows/8, 4)
+	if _, okv := d.Values(); !okv || !ok[0] || !ok[1] || !ok[2] {
+		return 0, sizes, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	return groups, sizes, nil
+}
+
+func (c *AWQ) Sizes(d Dims, sizes []uint64) error {
+	_, s, err := c.geometry(d)
+	if err != nil {
+		return err
+	}
+	if len(sizes) < 3 {
+		return fmt.Errorf("%s: sizes for %d parts, want 3", c, len(sizes))
+	}
+	copy(sizes, s[:])
+	return nil
+}
+
+func (c *AWQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
+	groups, _, err := c.geometry(d)
+	if err != nil {
+		return dst, err
+	}
+	if err := checkRows(c, d, r0, r1); err != nil {
+		return dst, err
+	}
+	es := floatSize(c.parts[1].DType)
+	return append(dst, colsSpan(0, r0/8, r1/8, d.Cols, d.Rows/8*4, 4),
+		colsSpan(1, r0, r1, groups, d.Rows*es, es),
+		colsSpan(2, r0/8, r1/8, groups, d.Rows/8*4, 4)), nil
+}
+
+func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	var buf [3]Span
+	spans, err := c.Spans(d, r0, r1, buf[:0])
+	if err != nil {
+		return err
+	}
+	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+		return err
+	}
+	groups := d.Cols / c.group
+	sd, nr := c.parts[1].DType, r1-r0
+	nw := nr / 8
+	qw, scales, zeros := parts[0], parts[1], parts[2]
+	var luts [8][16]float32
+	var rows [8][]float32
+	for w := range nw {
+		for j := range uint64(8) {
+			r := w*8 + j
+			rows[j] = dst[r*d.Cols : (r+1)*d.Cols]
+		}
+		for g := range groups {
+			zw := word(zeros, g*nw+w)
+			for j := range uint64(8) {
+				z := int32(zw >> (4 * awqNibble[j]) & 0xF)
+				zeroScaleLUT(luts[j][:], z, floatAt(sd, scales, g*nr+w*8+j), sd)
+			}
+			for col := g * c.group; col < (g+1)*c.group; col++ {
+				v := word(qw, col*nw+w)
+				// Row j's code is at nibble awqNibble[j] = [0, 4, 1, 5, 2, 6, 3, 7][j].
+				rows[0][col], rows[1][col] = luts[0][v&0xF], luts[1][v>>16&0xF]
+				rows[2][col], rows[3][col] = luts[2][v>>4&0xF], luts[3][v>>20&0xF]
+				rows[4][col], rows[5][col] = luts[4][v>>8&0xF], luts[5][v>>24&0xF]
+				rows[6][col], rows[7][col] = luts[6][v>>12&0xF], luts[7][v>>28]
+			}
+		}
+	}
+	return nil
+}

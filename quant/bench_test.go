@@ -1,0 +1,87 @@
+package quant_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// BenchmarkDecode decodes a 1024 × 4096 weight in each encoding, in ranges
+// of 128 rows (a block row of FP8) from the bytes their spans name, as a
+// read plan feeds a codec, and reports ns per logical element; the BF16
+// plain codec is the yardstick.
+func BenchmarkDecode(b *testing.B) {
+	const rows, cols = 1024, 4096
+	d := quant.Dims{Rows: rows, Cols: cols}
+	mk := func(c quant.Codec, err error) quant.Codec {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	bf16, _ := quant.Plain(tensorfile.BF16)
+	codecs := []quant.Codec{
+		bf16,
+		mk(quant.NewBlockFP8(128, 128)),
+		mk(quant.NewChannelFP8(tensorfile.BF16, false)),
+		mk(quant.NewGPTQ(quant.GPTQConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.F16, ZeroOffset: 1, GIdx: true})),
+		mk(quant.NewAWQ(128, tensorfile.F16)),
+		mk(quant.NewPackQuantized(quant.PackQuantizedConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.BF16})),
+		mk(quant.NewMLXAffine(4, 64, tensorfile.BF16)),
+		quant.MXFP4{},
+		quant.NVFP4ModelOpt,
+		quant.NVFP4CompressedTensors,
+		mk(quant.NewBNB4(quant.BNB4Config{Blocksize: 64, DType: tensorfile.BF16, Nested: true, NestedBlocksize: 256, NestedOffset: 0.03})),
+		quant.Int8Rowwise{},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range codecs {
+		sizes := make([]uint64, len(c.Parts()))
+		if err := c.Sizes(d, sizes); err != nil {
+			b.Fatal(err)
+		}
+		parts := make([][]byte, len(sizes))
+		for i, s := range sizes {
+			parts[i] = make([]byte, s)
+			for j := range parts[i] {
+				parts[i][j] = byte(rng.UintN(256)) & 0x77 // finite scales, in-range indices below
+			}
+			if c.Parts()[i].Role == quant.Index {
+				for j := range parts[i] {
+					parts[i][j] = 0
+				}
+				for col := range cols {
+					parts[i][4*col] = byte(col / 128)
+				}
+			}
+		}
+		const step = 128
+		var ranges [][][]byte
+		for r0 := uint64(0); r0 < rows; r0 += step {
+			spans, err := c.Spans(d, r0, r0+step, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := quant.Gather(parts, spans, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ranges = append(ranges, g)
+		}
+		dst := make([]float32, step*cols)
+		b.Run(c.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, p := range ranges {
+					r0 := uint64(i) * step
+					if err := c.Decode(d, r0, r0+step, p, dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rows*cols), "ns/elem")
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// BlockFP8 is block-scaled F8_E4M3 as DeepSeek-V3 ships it and transformers'
+// finegrained_fp8 loads it (quant_method "fp8", weight_block_size [bRows,
+// bCols]): weight F8_E4M3 [rows, cols] beside weight_scale_inv F32
+// [⌈rows/bRows⌉, ⌈cols/bCols⌉], and value = fp8 · scale_inv of the element's
+// block, multiplied in float32 (deepseek-ai/DeepSeek-V3 inference/kernel.py
+// weight_dequant_kernel: y = x.to(float32) * s; huggingface/transformers
+// src/transformers/integrations/finegrained_fp8.py at
+// 3c48befbac8c4e11124f3bf1823d1407c6badc47). The last block row and column
+// are partial when the blocks do not divide the shape, which is why the
+// scale's shape takes the ceiling. The value is the float32 product, before
+// the kernel's store to BF16.
+type BlockFP8 struct{ rows, cols uint64 }
+
+// NewBlockFP8 returns the codec of blocks of blockRows × blockCols.
+func NewBlockFP8(blockRows, blockCols uint64) (*BlockFP8, error) {
+	if blockRows == 0 || blockCols == 0 {
+		return nil, fmt.Errorf("F8_E4M3 block %d×%d: empty blocks", blockRows, blockCols)
+	}
+	return &BlockFP8{blockRows, blockCols}, nil
+}
+
+var blockFP8Parts = []Part{{Data, tensorfile.F8_E4M3}, {Scale, tensorfile.F32}}
+
+func (c *BlockFP8) String() string { return fmt.Sprintf("F8_E4M3 block %d×%d", c.rows, c.cols) }
+func (c *BlockFP8) Parts() []Part  { return blockFP8Parts }
+func (c *BlockFP8) Tile() Tile     { return Tile{Rows: c.rows, Cols: c.cols} }
+
+// geometry is the scale's columns, after the overflow checks of Sizes.
+func (c *BlockFP8) geometry(d Dims) (scaleCols uint64, sizes [2]uint64, err error) {
+	n, ok := d.Values()
+	scaleCols = ceilDiv(d.Cols, c.cols)
+	s, ok2 := mul3(ceilDiv(d.Rows, c.rows), scaleCols, 4)
+	if !ok || !ok2 {
+		return 0, sizes, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	return scaleCols, [2]uint64{n, s}, nil
+}
+
+func (c *BlockFP8) Sizes(d Dims, sizes []uint64) error {
+	_, s, err := c.geometry(d)
+	if err != nil {
+		return err
+	}
+	if len(sizes) < 2 {
+		return fmt.Errorf("%s: sizes for %d parts, want 2", c, len(sizes))
+	}
+	copy(sizes, s[:])
+	return nil
+}
+
+func (c *BlockFP8) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
+	sc, _, err := c.geometry(d)
+	if err != nil {
+		return dst, err
+	}
+	if err := checkRows(c, d, r0, r1); err != nil {
+		return dst, err
+	}
+	return append(dst, rowsSpan(0, r0, r1, d.Cols), rowsSpan(1, r0/c.rows, ceilDiv(r1, c.rows), sc*4)), nil
+}
+
+func (c *BlockFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	var buf [2]Span
+	spans, err := c.Spans(d, r0, r1, buf[:0])
+	if err != nil {
+		return err
+	}
+	sc := ceilDiv(d.Cols, c.cols)
+	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+		return err
+	}
+	t := f8Tables[tensorfile.F8_E4M3]
+	data, scales := parts[0], parts[1]
+	b0 := r0 / c.rows
+	for r := r0; r < r1; r++ {
+		row := data[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
+		out := dst[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
+		srow := (r/c.rows - b0) * sc
+		for j := uint64(0); j < sc; j++ {
+			s := floatAt(tensorfile.F32, scales, srow+j)
+			lo, hi := j*c.cols, min((j+1)*c.cols, d.Cols)
+			o := out[lo:hi]
+			for i, b := range row[lo:hi] {
+				o[i] = t[b] * s
+			}
+		}
+	}
+	return nil
+}

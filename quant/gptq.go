@@ -1,0 +1,169 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// GPTQ is the packed layout of AutoGPTQ / GPTQModel (and optimum, vLLM's
+// gptq kernels): for a Linear weight of logical Dims [out, in],
+//   - qweight I32 [in/pack, out]: word [k, o] holds input columns k·pack + j
+//     of row o at bit j·bits (pack = 32/bits);
+//   - scales [groups, out] (F16, or BF16), groups = ⌈in/group⌉;
+//   - qzeros I32 [groups, out/pack]: word [g, w] holds the zero of row
+//     w·pack + j at bit j·bits, stored minus one in the v1 format (the
+//     dequantizer adds 1 after masking);
+//   - g_idx I32 [in], the group of each input column (act-order permutes it).
+//
+// value = scales[g, o] · (q − (zero + offset)) with g = g_idx[c], computed as
+// torch does: an integer difference times an F16 scale, in float32, stored
+// in the scale's dtype (AutoGPTQ/AutoGPTQ auto_gptq/nn_modules/qlinear/
+// qlinear_cuda_old.py forward at 179776bd1d97a2e7f84b72318630f43719647a11:
+// zeros = (qzeros >> wf) & mask; zeros = zeros + 1; weight = scales *
+// (weight - zeros), and scales[g_idx] * (weight - zeros[g_idx]) with g_idx).
+// The logical weight is the transpose of qweight's unpacked [in, out].
+type GPTQ struct {
+	bits, pack, group uint64
+	offset            int32
+	parts             []Part
+}
+
+// GPTQConfig is a GPTQ quantize_config.
+type GPTQConfig struct {
+	Bits       uint64           // bits: 2, 4 or 8
+	GroupSize  uint64           // group_size; 0 (−1 in the config) is one group
+	Scale      tensorfile.DType // the scales' dtype
+	ZeroOffset int32            // 1 for checkpoint_format "gptq" (v1), 0 for "gptq_v2"
+	GIdx       bool             // a g_idx tensor is stored
+}
+
+// NewGPTQ returns the codec of a GPTQ config.
+func NewGPTQ(q GPTQConfig) (*GPTQ, error) {
+	pack, err := packBits("gptq", q.Bits)
+	if err != nil {
+		return nil, err
+	}
+	if floatSize(q.Scale) < 2 {
+		return nil, fmt.Errorf("gptq: %s scales", q.Scale)
+	}
+	c := &GPTQ{bits: q.Bits, pack: pack, group: q.GroupSize, offset: q.ZeroOffset,
+		parts: []Part{{Data, tensorfile.I32}, {Scale, q.Scale}, {ZeroPoint, tensorfile.I32}}}
+	if q.GIdx {
+		c.parts = append(c.parts, Part{Index, tensorfile.I32})
+	}
+	return c, nil
+}
+
+func (c *GPTQ) String() string {
+	g := "per-channel"
+	if c.group != 0 {
+		g = fmt.Sprintf("g%d", c.group)
+	}
+	return fmt.Sprintf("GPTQ int%d %s", c.bits, g)
+}
+func (c *GPTQ) Parts() []Part { return c.parts }
+func (c *GPTQ) Tile() Tile    { return Tile{Rows: c.pack, Cols: c.pack} }
+
+// gptqGeometry is a GPTQ weight's groups and part sizes.
+type gptqGeometry struct {
+	group, groups uint64
+	sizes         [4]uint64
+}
+
+func (c *GPTQ) geometry(d Dims) (g gptqGeometry, err error) {
+	if d.Cols == 0 || d.Cols%c.pack != 0 || d.Rows%c.pack != 0 {
+		return g, fmt.Errorf("%s: %d × %d is not whole %d-value words in both dimensions", c, d.Rows, d.Cols, c.pack)
+	}
+	g.group = c.group
+	if g.group == 0 || g.group > d.Cols {
+		g.group = d.Cols
+	}
+	g.groups = ceilDiv(d.Cols, g.group)
+	es := floatSize(c.parts[1].DType)
+	var ok [4]bool
+	g.sizes[0], ok[0] = mul3(d.Cols/c.pack, d.Rows, 4)
+	g.sizes[1], ok[1] = mul3(g.groups, d.Rows, es)
+	g.sizes[2], ok[2] = mul3(g.groups, d.Rows/c.pack, 4)
+	g.sizes[3], ok[3] = mul(d.Cols, 4)
+	if _, okv := d.Values(); !okv || !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return g, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	return g, nil
+}
+
+func (c *GPTQ) Sizes(d Dims, sizes []uint64) error {
+	g, err := c.geometry(d)
+	if err != nil {
+		return err
+	}
+	if len(sizes) < len(c.parts) {
+		return fmt.Errorf("%s: sizes for %d parts, want %d", c, len(sizes), len(c.parts))
+	}
+	copy(sizes, g.sizes[:len(c.parts)])
+	return nil
+}
+
+func (c *GPTQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
+	g, err := c.geometry(d)
+	if err != nil {
+		return dst, err
+	}
+	if err := checkRows(c, d, r0, r1); err != nil {
+		return dst, err
+	}
+	es := floatSize(c.parts[1].DType)
+	dst = append(dst, colsSpan(0, r0, r1, d.Cols/c.pack, d.Rows*4, 4),
+		colsSpan(1, r0, r1, g.groups, d.Rows*es, es),
+		colsSpan(2, r0/c.pack, r1/c.pack, g.groups, d.Rows/c.pack*4, 4))
+	if len(c.parts) == 4 {
+		dst = append(dst, whole(3, g.sizes[3]))
+	}
+	return dst, nil
+}
+
+func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	var buf [4]Span
+	spans, err := c.Spans(d, r0, r1, buf[:0])
+	if err != nil {
+		return err
+	}
+	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+		return err
+	}
+	g, _ := c.geometry(d)
+	columnOrder := true
+	if len(c.parts) == 4 {
+		if columnOrder, err = groupIndex(c, parts[3], d.Cols, g.group, g.groups, false); err != nil {
+			return err
+		}
+	}
+	sd, nr, mask := c.parts[1].DType, r1-r0, uint32(1)<<c.bits-1
+	qw, scales, zeros := parts[0], parts[1], parts[2]
+	zeroAt := func(gi, o uint64) int32 {
+		z := word(zeros, gi*(nr/c.pack)+o/c.pack) >> ((o % c.pack) * c.bits) & mask
+		return int32(z) + c.offset
+	}
+	var lut [256]float32
+	for o := range nr {
+		out := dst[o*d.Cols : (o+1)*d.Cols]
+		if columnOrder && g.group%c.pack == 0 {
+			for gi := range g.groups {
+				zeroScaleLUT(lut[:1<<c.bits], zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd)
+				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
+					unpackWord(out[k*c.pack:], word(qw, k*nr+o), c.bits, c.pack, &lut)
+				}
+			}
+			continue
+		}
+		for col := range d.Cols {
+			gi := col / g.group
+			if !columnOrder {
+				gi = uint64(word(parts[3], col))
+			}
+			q := int32(word(qw, (col/c.pack)*nr+o) >> ((col % c.pack) * c.bits) & mask)
+			out[col] = roundTo(sd, float32(q-zeroAt(gi, o))*floatAt(sd, scales, gi*nr+o))
+		}
+	}
+	return nil
+}

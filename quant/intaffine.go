@@ -1,0 +1,82 @@
+package quant
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// Helpers of the integer group-affine codecs (GPTQ, AWQ, compressed-tensors
+// pack-quantized, MLX): values of bits ∈ {2, 4, 8} packed 32/bits to a
+// little-endian 32-bit word, the first in the low bits, and a table per
+// group that maps each of the 2^bits codes to its value, so that the inner
+// loops are a shift, a mask and a load.
+
+// packBits checks bits and returns the values a word holds.
+func packBits(what string, bits uint64) (uint64, error) {
+	switch bits {
+	case 2, 4, 8:
+		return 32 / bits, nil
+	}
+	return 0, fmt.Errorf("%s: %d-bit values are not decoded (2, 4 and 8 are)", what, bits)
+}
+
+// word is the little-endian 32-bit word i of b.
+func word(b []byte, i uint64) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
+
+// zeroScaleLUT fills lut[q] = round_d(float32(q − z) · s): torch's (q − z) *
+// scale with integer codes and a scale of dtype d, computed in float32 and
+// stored in d (the product of a small integer and a 16-bit scale is exact
+// in float32, so the store is the only rounding).
+func zeroScaleLUT(lut []float32, z int32, s float32, d tensorfile.DType) {
+	for q := range lut {
+		lut[q] = roundTo(d, float32(int32(q)-z)*s)
+	}
+}
+
+// ErrIndex is wrapped by the error of a g_idx naming no group: a fault in
+// the data, not in its size.
+var ErrIndex = errors.New("group index out of range")
+
+// groupIndex checks a g_idx part (I32, one group a column) against groups,
+// and reports whether it is the column order c/group, which the codecs
+// decode word by word. minusOne says that any −1 means column order
+// (compressed-tensors' "g_idx is None or -1 in g_idx").
+func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
+	columnOrder = true
+	for c := range cols {
+		g := int32(word(b, c))
+		if g == -1 && minusOne {
+			return true, nil
+		}
+		if g < 0 || uint64(g) >= groups {
+			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d: %w", what, c, g, groups, ErrIndex)
+		}
+		columnOrder = columnOrder && uint64(g) == c/group
+	}
+	return columnOrder, nil
+}
+
+// unpack4 writes the eight 4-bit codes of w, low first, through lut.
+func unpack4(out []float32, w uint32, lut *[256]float32) {
+	out = out[:8:8]
+	out[0], out[1] = lut[w&0xF], lut[w>>4&0xF]
+	out[2], out[3] = lut[w>>8&0xF], lut[w>>12&0xF]
+	out[4], out[5] = lut[w>>16&0xF], lut[w>>20&0xF]
+	out[6], out[7] = lut[w>>24&0xF], lut[w>>28]
+}
+
+// unpackWord writes the pack codes of bits bits of w, low first, through
+// lut.
+func unpackWord(out []float32, w uint32, bits, pack uint64, lut *[256]float32) {
+	if bits == 4 {
+		unpack4(out, w, lut)
+		return
+	}
+	mask := uint32(1)<<bits - 1
+	for j := range pack {
+		out[j] = lut[w>>(j*bits)&mask]
+	}
+}

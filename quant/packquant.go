@@ -1,0 +1,192 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// PackQuantized is compressed-tensors' pack-quantized format (int4/int8
+// weights of llm-compressor) for a weight of logical Dims [rows, cols]:
+//   - weight_packed I32 [rows, ⌈cols/pack⌉]: code c of a row at bit (c mod
+//     pack)·bits of word c/pack, stored as q + 2^(bits−1) (pack_to_int32);
+//   - weight_scale [rows, groups] (F32, BF16 or F16), groups = ⌈cols/group⌉
+//     (one for the channel strategy);
+//   - weight_zero_point I32 [⌈rows/pack⌉, groups] when asymmetric, packed
+//     along the rows (packed_dim=0) with the same offset;
+//   - weight_g_idx I32 [cols] with activation ordering (−1 anywhere means
+//     column order, as in forward.py).
+//
+// value = (q − z) · scale in the scale's dtype, torch's float32 product
+// rounded once (vllm-project/compressed-tensors src/compressed_tensors/
+// compressors/quantized_compressors/pack_quantized.py unpack_from_int32 at
+// 179cba93043885b3b7bcc3b1ecea0793b888ed67, quantization/lifecycle/
+// forward.py _dequantize at 01dd1a58d39e47c617df54aaa4519a30273be0c5).
+// weight_shape, the logical shape, is a tensor the scheme reads.
+type PackQuantized struct {
+	bits, pack, group uint64
+	asym, gidx        bool
+	parts             []Part
+}
+
+// PackQuantizedConfig is a config group's weights args.
+type PackQuantizedConfig struct {
+	Bits       uint64           // num_bits: 2, 4 or 8
+	GroupSize  uint64           // group_size; 0 for the channel strategy
+	Scale      tensorfile.DType // weight_scale's dtype
+	Asymmetric bool             // symmetric: false (then no weight_zero_point)
+	GIdx       bool             // a weight_g_idx is stored
+}
+
+// NewPackQuantized returns the codec of a pack-quantized weight.
+func NewPackQuantized(q PackQuantizedConfig) (*PackQuantized, error) {
+	pack, err := packBits("pack-quantized", q.Bits)
+	if err != nil {
+		return nil, err
+	}
+	if floatSize(q.Scale) < 2 {
+		return nil, fmt.Errorf("pack-quantized: %s scales", q.Scale)
+	}
+	c := &PackQuantized{bits: q.Bits, pack: pack, group: q.GroupSize, asym: q.Asymmetric, gidx: q.GIdx,
+		parts: []Part{{Data, tensorfile.I32}, {Scale, q.Scale}}}
+	if q.Asymmetric {
+		c.parts = append(c.parts, Part{ZeroPoint, tensorfile.I32})
+	}
+	if q.GIdx {
+		c.parts = append(c.parts, Part{Index, tensorfile.I32})
+	}
+	return c, nil
+}
+
+func (c *PackQuantized) String() string {
+	g := "per-channel"
+	if c.group != 0 {
+		g = fmt.Sprintf("g%d", c.group)
+	}
+	s := "sym"
+	if c.asym {
+		s = "asym"
+	}
+	return fmt.Sprintf("pack-quantized int%d %s %s", c.bits, g, s)
+}
+func (c *PackQuantized) Parts() []Part { return c.parts }
+
+// Tile is a word of rows when zero points pack rows together.
+func (c *PackQuantized) Tile() Tile {
+	if c.asym {
+		return Tile{Rows: c.pack, Cols: 1}
+	}
+	return Tile{Rows: 1, Cols: 1}
+}
+
+type packGeometry struct {
+	group, groups, words uint64 // words a row of weight_packed
+	sizes                [4]uint64
+}
+
+func (c *PackQuantized) geometry(d Dims) (g packGeometry, err error) {
+	g.group = c.group
+	if g.group == 0 || g.group > d.Cols {
+		g.group = max(d.Cols, 1)
+	}
+	g.groups, g.words = ceilDiv(d.Cols, g.group), ceilDiv(d.Cols, c.pack)
+	var ok [4]bool
+	g.sizes[0], ok[0] = mul3(d.Rows, g.words, 4)
+	g.sizes[1], ok[1] = mul3(d.Rows, g.groups, floatSize(c.parts[1].DType))
+	i := 2
+	ok[2], ok[3] = true, true
+	if c.asym {
+		g.sizes[i], ok[2] = mul3(ceilDiv(d.Rows, c.pack), g.groups, 4)
+		i++
+	}
+	if c.gidx {
+		g.sizes[i], ok[3] = mul(d.Cols, 4)
+	}
+	if _, okv := d.Values(); !okv || !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return g, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	return g, nil
+}
+
+func (c *PackQuantized) Sizes(d Dims, sizes []uint64) error {
+	g, err := c.geometry(d)
+	if err != nil {
+		return err
+	}
+	if len(sizes) < len(c.parts) {
+		return fmt.Errorf("%s: sizes for %d parts, want %d", c, len(sizes), len(c.parts))
+	}
+	copy(sizes, g.sizes[:len(c.parts)])
+	return nil
+}
+
+func (c *PackQuantized) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
+	g, err := c.geometry(d)
+	if err != nil {
+		return dst, err
+	}
+	if err := checkRows(c, d, r0, r1); err != nil {
+		return dst, err
+	}
+	dst = append(dst, rowsSpan(0, r0, r1, g.words*4), rowsSpan(1, r0, r1, g.groups*floatSize(c.parts[1].DType)))
+	if c.asym {
+		dst = append(dst, rowsSpan(2, r0/c.pack, ceilDiv(r1, c.pack), g.groups*4))
+	}
+	if c.gidx {
+		dst = append(dst, whole(len(c.parts)-1, g.sizes[len(c.parts)-1]))
+	}
+	return dst, nil
+}
+
+func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	var buf [4]Span
+	spans, err := c.Spans(d, r0, r1, buf[:0])
+	if err != nil {
+		return err
+	}
+	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+		return err
+	}
+	g, _ := c.geometry(d)
+	columnOrder := true
+	var gidx []byte
+	if c.gidx {
+		gidx = parts[len(parts)-1]
+		if columnOrder, err = groupIndex(c, gidx, d.Cols, g.group, g.groups, true); err != nil {
+			return err
+		}
+	}
+	sd, mask := c.parts[1].DType, uint32(1)<<c.bits-1
+	half := int32(1) << (c.bits - 1)
+	zeroAt := func(r, gi uint64) int32 {
+		if !c.asym {
+			return half
+		}
+		return int32(word(parts[2], (r/c.pack-r0/c.pack)*g.groups+gi) >> ((r % c.pack) * c.bits) & mask)
+	}
+	var lut [256]float32
+	for r := r0; r < r1; r++ {
+		out := dst[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
+		row := parts[0][(r-r0)*g.words*4 : (r-r0+1)*g.words*4]
+		srow := (r - r0) * g.groups
+		if columnOrder {
+			for gi := range g.groups {
+				zeroScaleLUT(lut[:1<<c.bits], zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd)
+				col, end := gi*g.group, min((gi+1)*g.group, d.Cols)
+				for ; col%c.pack == 0 && col+c.pack <= end; col += c.pack {
+					unpackWord(out[col:], word(row, col/c.pack), c.bits, c.pack, &lut)
+				}
+				for ; col < end; col++ { // a group that does not start or end on a word
+					out[col] = lut[word(row, col/c.pack)>>((col%c.pack)*c.bits)&mask]
+				}
+			}
+			continue
+		}
+		for col := range d.Cols {
+			gi := uint64(word(gidx, col))
+			q := int32(word(row, col/c.pack) >> ((col % c.pack) * c.bits) & mask)
+			out[col] = roundTo(sd, float32(q-zeroAt(r, gi))*floatAt(sd, parts[1], srow+gi))
+		}
+	}
+	return nil
+}
