@@ -79,9 +79,9 @@ func (hfIndex) IsIndex(name string) bool { return strings.HasSuffix(name, hfInde
 // model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
 // plainIndex matches the usual names of the plain checkpoint's index.
 var (
-	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
-	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
-	plainIndex   = regexp.MustCompile(`^(model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
+	variantShard = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
+	variantIndex = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
+	plainIndex   = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
 )
 
 // isExt reports whether ext is a registered format's whole extension.
@@ -94,7 +94,7 @@ func (hfIndex) Indexes(names []string) (byVariant map[string]string, others []st
 			byVariant[m[3]] = n
 		} else if m := plainIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
 			byVariant[""] = n
-		} else if strings.HasSuffix(n, hfIndexSuffix) && IsTensorFile(strings.TrimSuffix(n, hfIndexSuffix)) {
+		} else if strings.HasSuffix(n, hfIndexSuffix) && IsWeightFile(strings.TrimSuffix(n, hfIndexSuffix)) {
 			others = append(others, n)
 		}
 	}

@@ -40,6 +40,7 @@ const (
 	CodeEmptyCheckpoint          Code = "empty_checkpoint"
 	CodeShardOfIndex             Code = "shard_of_index"
 	CodeVariants                 Code = "variants"
+	CodeSupersededWeights        Code = "superseded_weights"
 	CodeConfigInvalid            Code = "config_invalid"
 	CodeConfigMismatch           Code = "config_mismatch"
 
@@ -119,6 +120,7 @@ var codes = []CodeDoc{
 	{CodeEmptyCheckpoint, Warning, "the checkpoint holds no tensors"},
 	{CodeShardOfIndex, Info, "a single file was checked that an index beside it names: one shard of a larger checkpoint"},
 	{CodeVariants, Info, "the directory holds several variants (model.safetensors, model.fp16.safetensors): each is its own checkpoint"},
+	{CodeSupersededWeights, Info, "the directory holds safetensors weights and another format's (pytorch_model.bin): as transformers does, the safetensors ones were checked and the others not read"},
 	{CodeConfigInvalid, Warning, "config.json is not a JSON object, or a field has the wrong type"},
 	{CodeConfigMismatch, Warning, "config.json disagrees with the tensors (vocab/hidden size, layer count, dtype: an F32 export whose config says bfloat16 is twice the size it claims)"},
 	{CodeMissingKey, Error, "diff: a published tensor has no counterpart in the export (after adapters)"},

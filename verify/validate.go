@@ -51,6 +51,10 @@ func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) 
 		out = append(out, Finding{Code: CodeVariants, Severity: Info, File: c.Source.Path("."),
 			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(checkpoint.VariantNames(c.Variants), ", "), v)})
 	}
+	if len(c.Superseded) > 0 {
+		out = append(out, Finding{Code: CodeSupersededWeights, Severity: Info, File: c.Source.Path("."),
+			Message: fmt.Sprintf("the directory also holds %s; as transformers does, the safetensors weights were checked and these not read (name one as the path to check it)", strings.Join(c.Superseded, ", "))})
+	}
 	return out, nil
 }
 
