@@ -81,6 +81,15 @@ const (
 
 	CodePartitionMissing   Code = "partition_missing"
 	CodePartitionDuplicate Code = "partition_duplicate"
+
+	CodeUnsafePickle           Code = "unsafe_pickle"
+	CodeTorchBadArchive        Code = "torch_bad_archive"
+	CodeTorchBadPickle         Code = "torch_bad_pickle"
+	CodeTorchCompressedStorage Code = "torch_compressed_storage"
+	CodeTorchBigEndian         Code = "torch_big_endian"
+	CodeTorchStorageOutOfRange Code = "torch_storage_out_of_range"
+	CodeTorchNonContiguous     Code = "torch_noncontiguous"
+	CodeTorchUnsupportedTensor Code = "torch_unsupported_tensor"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -104,6 +113,14 @@ var codes = []CodeDoc{
 	{CodeMisalignedSlice, Error, "tensor of a sub-byte dtype does not fill whole bytes"},
 	{CodeTensorInvalidInfo, Error, "data_offsets span differs from shape x dtype size"},
 	{CodeMetadataIncompleteBuffer, Error, "tensors do not end where the file ends (truncated file or trailing bytes)"},
+	{CodeUnsafePickle, Error, "a .bin/.pt/.pth pickle names a global torch's weights_only unpickler refuses (posix.system, builtins.eval) or an opcode that runs code: names the global and the file, which is not read further; nothing is ever run"},
+	{CodeTorchBadArchive, Error, "a torch file is no torch.save zip archive (no data.pkl, entries outside the record folder, a broken directory, a storage entry missing)"},
+	{CodeTorchBadPickle, Error, "a torch file's pickle is not the pickle of tensors torch.save writes (truncated, a malformed storage reference)"},
+	{CodeTorchCompressedStorage, Error, "a torch archive's storage entry is compressed; torch.save stores them uncompressed"},
+	{CodeTorchBigEndian, Error, "a torch file was written big-endian; only little-endian files are read"},
+	{CodeTorchStorageOutOfRange, Error, "a torch tensor's view reaches past its storage, or a storage past its entry or the file"},
+	{CodeTorchNonContiguous, Warning, "a torch tensor is a strided view that is not one byte range (transposed, expanded): listed and compared by name, shape and dtype, its values not read"},
+	{CodeTorchUnsupportedTensor, Warning, "a torch tensor of a kind not read (sparse, quantized, complex128 storage): listed, its values not read"},
 	{CodeShardUnreadable, Error, "a shard's bytes could not be read during the run (I/O error)"},
 	{CodeShardMissing, Error, "a *.safetensors entry in the directory is a symlink that points at nothing (in a hub cache: an interrupted download)"},
 	{CodeIndexInvalid, Error, "index.json is not JSON, has no weight_map, or maps to non-strings"},

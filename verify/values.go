@@ -156,8 +156,12 @@ func tensorBytes(t adapter.Tensor) uint64 {
 // that failed validation (truncated, overlapping offsets) is not read.
 func (o *operand) unreadable() string {
 	for _, seg := range o.t.Segments {
-		if s := o.src[seg.Source].Shard; s.File == nil {
+		src := o.src[seg.Source]
+		if s := src.Shard; s.File == nil {
 			return fmt.Sprintf("%s failed validation; its values are not read", s.Path)
+		}
+		if src.Err != nil {
+			return fmt.Sprintf("%s in %s cannot be read (%v); its values are not read", src.Tensor.Name, src.Shard.Path, src.Err)
 		}
 	}
 	return ""
@@ -177,7 +181,11 @@ func enginePairs(pairs []*pair) ([]io.ReaderAt, []*values.Pair) {
 			if !ok {
 				id = len(readers)
 				ids[src.Shard] = id
-				readers = append(readers, src.Shard.Safetensors().DataSection())
+				if h := src.Shard.Safetensors(); h != nil {
+					readers = append(readers, h.DataSection())
+				} else {
+					readers = append(readers, src.Shard.Data) // absolute offsets
+				}
 			}
 			segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
 		}
