@@ -90,10 +90,18 @@ func isExt(ext string) bool { return ext != "" && tensorExt("x"+ext) == ext }
 func (hfIndex) Indexes(names []string) (byVariant map[string]string, others []string) {
 	byVariant = map[string]string{}
 	for _, n := range names {
+		variant, ok := "", false
 		if m := variantIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
-			byVariant[m[3]] = n
+			variant, ok = m[3], true
 		} else if m := plainIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
-			byVariant[""] = n
+			ok = true
+		}
+		if _, taken := byVariant[variant]; ok && taken {
+			// One variant's index in two formats (model.safetensors.index.json,
+			// pytorch_model.bin.index.json): the first by name serves it.
+			others = append(others, n)
+		} else if ok {
+			byVariant[variant] = n
 		} else if strings.HasSuffix(n, hfIndexSuffix) && IsWeightFile(strings.TrimSuffix(n, hfIndexSuffix)) {
 			others = append(others, n)
 		}

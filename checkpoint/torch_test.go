@@ -247,3 +247,21 @@ func TestOpenTorchReadsNoStorages(t *testing.T) {
 		t.Errorf("opening read %d of the shards' %d bytes; want only pickles and headers (under 1%%)", got, total)
 	}
 }
+
+// TestShardOfEitherIndex: a single shard named as the path is found in its
+// index when the folder holds the index of another format too.
+func TestShardOfEitherIndex(t *testing.T) {
+	dir := t.TempDir()
+	copySharded(t, dir)
+	writeFile(t, filepath.Join(dir, "model-00001-of-00001.safetensors"), vec("x", 2))
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte(`{"weight_map": {"x": "model-00001-of-00001.safetensors"}}`), 0o644)
+	for shard, index := range map[string]string{
+		"model-00001-of-00001.safetensors": "model.safetensors.index.json",
+		"pytorch_model-00001-of-00002.bin": "pytorch_model.bin.index.json",
+	} {
+		c := open(t, filepath.Join(dir, shard), checkpoint.Options{})
+		if c.PartOf == nil || c.PartOf.Name != index {
+			t.Errorf("%s: part of %v, want %s", shard, c.PartOf, index)
+		}
+	}
+}
