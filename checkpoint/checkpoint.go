@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // maxJSONFile bounds index.json and config.json reads. The largest published
@@ -74,6 +75,11 @@ type Checkpoint struct {
 	// Unreferenced lists tensor files beside the index that the index does
 	// not name; they are not opened.
 	Unreferenced []string
+	// Superseded lists weight files and indexes of another format in a
+	// folder that holds safetensors weights (pytorch_model.bin beside
+	// model.safetensors): as in transformers, the safetensors ones are read
+	// and these are not.
+	Superseded []string
 	// PartOf is set when a single file was opened that an index beside it
 	// names: the file is one shard of a larger checkpoint.
 	PartOf *Index
@@ -198,6 +204,7 @@ func (c *Checkpoint) open(ctx context.Context, name string, opt Options) error {
 	if listErr != nil && !errors.Is(listErr, ErrNotListable) {
 		return listErr
 	}
+	inDir = ofIndexedFormat(inDir, indexName)
 	early := &Checkpoint{Source: c.Source}
 	earlyDone := make(chan error, 1)
 	if len(inDir) <= maxEarlyOpens {
@@ -308,9 +315,10 @@ func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, 
 		}
 		return nil, nil, pathError(c.Source.Path("."), err)
 	}
+	entries, _ = preferDefault(entries)
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if !IsTensorFile(e.Name) {
+		if !IsWeightFile(e.Name) {
 			continue
 		}
 		v := shardVariant(e.Name)
@@ -327,6 +335,20 @@ func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, 
 	return variants, names, nil
 }
 
+// ofIndexedFormat keeps the names of the format of the index's shards
+// (pytorch_model.bin.index.json given in a folder that also holds
+// safetensors shards is over the .bin files), all when its name says none.
+func ofIndexedFormat(names []string, index string) []string {
+	f := indexedFormat(index)
+	if f == nil {
+		return names
+	}
+	return slices.DeleteFunc(names, func(n string) bool {
+		g, _ := tensorfile.ByFileName(n)
+		return g != f
+	})
+}
+
 // chooseFiles picks, in a directory, the index and shards of the variant
 // asked for (the plain one by default, or the only one there is).
 func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant bool) (index string, names []string, err error) {
@@ -334,6 +356,7 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 	if err != nil {
 		return "", nil, pathError(c.Source.Path("."), err)
 	}
+	entries, c.Superseded = preferDefault(entries)
 	indexes, otherIndexes := listIndexes(entries) // variant -> index name
 	variants, _, err := c.listShards(ctx, variant)
 	if err != nil {

@@ -225,7 +225,8 @@ func TestUnsafeName(t *testing.T) {
 		"a/../../x.safetensors":            true,
 		`..\x.safetensors`:                 true,
 		"C:x.safetensors":                  true,
-		"model.bin":                        true,
+		"model.msgpack":                    true,
+		"training_args.bin":                false, // a torch file, if not a weight file
 		"":                                 true,
 		"a\x00.safetensors":                true,
 	} {

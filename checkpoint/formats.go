@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
@@ -99,4 +100,73 @@ func globs(exts []string) []string {
 		out[i] = "*" + e
 	}
 	return out
+}
+
+// A FolderFormat is a format whose files in a folder are not all weights:
+// of a folder's files only those WeightFile accepts are read (torchsave's
+// pytorch_model*.bin, not a trainer's training_args.bin or optimizer.pt).
+// A file named as the checkpoint's path is read whatever its name.
+type FolderFormat interface {
+	tensorfile.Format
+	WeightFile(name string) bool
+}
+
+// IsWeightFile reports whether a file of a folder listing holds weights: a
+// registered format claims it (IsTensorFile) and, for a FolderFormat,
+// accepts its name as a weight file's.
+func IsWeightFile(name string) bool {
+	f, ok := tensorfile.ByFileName(name)
+	if !ok {
+		return false
+	}
+	if ff, ok := f.(FolderFormat); ok {
+		return ff.WeightFile(name)
+	}
+	return true
+}
+
+// indexedFormat is the format of the shards an index file's name says it
+// is over (model.safetensors.index.json, model.safetensors.index.fp16.json,
+// pytorch_model.bin.index.json), nil when it says none.
+func indexedFormat(index string) tensorfile.Format {
+	name := strings.TrimSuffix(index, hfIndexSuffix)
+	if m := variantIndex.FindStringSubmatch(index); m != nil {
+		name = m[1] + m[2]
+	}
+	if name == index || !IsWeightFile(name) {
+		return nil
+	}
+	f, _ := tensorfile.ByFileName(name)
+	return f
+}
+
+// preferDefault keeps, of a folder's entries, those that are no weights or
+// index of any format, and the weights and indexes of one format: the
+// default format (safetensors) when the folder holds it, as transformers
+// loads model.safetensors before pytorch_model.bin. superseded lists the
+// weights and indexes of the other formats, which are not read.
+func preferDefault(entries []Entry) (kept []Entry, superseded []string) {
+	formatOf := func(name string) tensorfile.Format {
+		if IsWeightFile(name) {
+			f, _ := tensorfile.ByFileName(name)
+			return f
+		}
+		return indexedFormat(name)
+	}
+	hasDefault := slices.ContainsFunc(entries, func(e Entry) bool {
+		f := formatOf(e.Name)
+		return f != nil && f.Name() == safetensors.Name
+	})
+	if !hasDefault {
+		return entries, nil
+	}
+	for _, e := range entries {
+		if f := formatOf(e.Name); f != nil && f.Name() != safetensors.Name {
+			superseded = append(superseded, e.Name)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	slices.Sort(superseded)
+	return kept, superseded
 }

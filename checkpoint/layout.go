@@ -79,9 +79,9 @@ func (hfIndex) IsIndex(name string) bool { return strings.HasSuffix(name, hfInde
 // model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
 // plainIndex matches the usual names of the plain checkpoint's index.
 var (
-	variantShard = regexp.MustCompile(`^(model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
-	variantIndex = regexp.MustCompile(`^(model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
-	plainIndex   = regexp.MustCompile(`^(model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
+	variantShard = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
+	variantIndex = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
+	plainIndex   = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
 )
 
 // isExt reports whether ext is a registered format's whole extension.
@@ -90,11 +90,19 @@ func isExt(ext string) bool { return ext != "" && tensorExt("x"+ext) == ext }
 func (hfIndex) Indexes(names []string) (byVariant map[string]string, others []string) {
 	byVariant = map[string]string{}
 	for _, n := range names {
+		variant, ok := "", false
 		if m := variantIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
-			byVariant[m[3]] = n
+			variant, ok = m[3], true
 		} else if m := plainIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
-			byVariant[""] = n
-		} else if strings.HasSuffix(n, hfIndexSuffix) && IsTensorFile(strings.TrimSuffix(n, hfIndexSuffix)) {
+			ok = true
+		}
+		if _, taken := byVariant[variant]; ok && taken {
+			// One variant's index in two formats (model.safetensors.index.json,
+			// pytorch_model.bin.index.json): the first by name serves it.
+			others = append(others, n)
+		} else if ok {
+			byVariant[variant] = n
+		} else if strings.HasSuffix(n, hfIndexSuffix) && IsWeightFile(strings.TrimSuffix(n, hfIndexSuffix)) {
 			others = append(others, n)
 		}
 	}

@@ -42,8 +42,8 @@ func TestHFIndexNames(t *testing.T) {
 		"model.safetensors.index.fp16.json",
 		"diffusion_pytorch_model.safetensors.index.bf16.json",
 		"consolidated.safetensors.index.json",
-		"model.bin.index.json", // no registered format claims .bin
-		"weights.index.json",   // an index only when given as the path
+		"model.msgpack.index.json", // no registered format claims .msgpack
+		"weights.index.json",       // an index only when given as the path
 		"model.fp16-00001-of-00002.safetensors",
 	}
 	byVariant, others := HFIndex.Indexes(names)
@@ -66,7 +66,8 @@ func TestHFIndexNames(t *testing.T) {
 		"model.fp16-00001-of-00002.safetensors":    "fp16",
 		"model-00001-of-00002.safetensors":         "",
 		"diffusion_pytorch_model.bf16.safetensors": "bf16",
-		"model.fp16.bin":                           "",
+		"model.fp16.msgpack":                       "",
+		"pytorch_model.fp16.bin":                   "fp16",
 	} {
 		if got := shardVariant(name); got != want {
 			t.Errorf("shardVariant(%q) = %q, want %q", name, got, want)

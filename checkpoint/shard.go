@@ -80,6 +80,9 @@ type Shard struct {
 	//
 	//	if h, ok := s.Header.(*safetensors.File); ok { … h.Duplicates … }
 	Header tensorfile.File
+	// Data reads the file's bytes, set when File is: a format's
+	// TensorInfo offsets are absolute offsets into it.
+	Data io.ReaderAt
 	// Format is the file's format, nil when it was not opened.
 	Format tensorfile.Format
 	// Version is the opened file's version when its source tells it (see
@@ -117,7 +120,7 @@ func (s *Shard) readHeader(r io.ReaderAt, size int64) error {
 			s.Status, s.Err = ShardInvalid, err
 			return nil
 		}
-		s.Status, s.File, s.Header = ShardOK, f, f
+		s.Status, s.File, s.Header, s.Data = ShardOK, f, f, r
 		return nil
 	}
 	// Safetensors is read leniently, so that checks see the tensors of a
@@ -130,9 +133,9 @@ func (s *Shard) readHeader(r io.ReaderAt, size int64) error {
 	case err != nil:
 		s.Status, s.Err = ShardInvalid, err
 	case h.CheckLayout() == nil:
-		s.Status, s.File, s.Header = ShardOK, h, h
+		s.Status, s.File, s.Header, s.Data = ShardOK, h, h, r
 	case h.Trailing() > 0:
-		s.Status, s.Err, s.File, s.Header = ShardTrailing, h.CheckLayout(), h, h
+		s.Status, s.Err, s.File, s.Header, s.Data = ShardTrailing, h.CheckLayout(), h, h, r
 	default:
 		s.Status, s.Err, s.Header = ShardInvalid, h.CheckLayout(), h
 	}

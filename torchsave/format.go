@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"regexp"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -50,6 +51,19 @@ func (format) Sniff(prefix []byte, size int64) bool {
 	// data.pkl.
 	return i < 0 || i > 0 && bytes.HasPrefix([]byte("/data.pkl"), name[i:])
 }
+
+// weightNames are the torch.save files of a folder that hold a model's
+// weights, as transformers names them (WEIGHTS_NAME pytorch_model.bin, its
+// shards pytorch_model-00001-of-00002.bin and variants
+// pytorch_model.fp16.bin; diffusers' diffusion_pytorch_model.bin). A
+// trainer's other pickles (training_args.bin, optimizer.pt, scheduler.pt,
+// rng_state.pth) are not.
+var weightNames = regexp.MustCompile(`^(diffusion_)?pytorch_model([.-][A-Za-z0-9_.-]*)?\.bin$`)
+
+// WeightFile reports whether a file of a folder listing holds weights (see
+// weightNames); checkpoint reads only those of a folder. A file named on
+// the command line is read whatever its name.
+func (format) WeightFile(name string) bool { return weightNames.MatchString(name) }
 
 func (format) Open(r io.ReaderAt, size int64) (tensorfile.File, error) {
 	f, err := NewFile(r, size)

@@ -40,6 +40,7 @@ const (
 	CodeEmptyCheckpoint          Code = "empty_checkpoint"
 	CodeShardOfIndex             Code = "shard_of_index"
 	CodeVariants                 Code = "variants"
+	CodeSupersededWeights        Code = "superseded_weights"
 	CodeConfigInvalid            Code = "config_invalid"
 	CodeConfigMismatch           Code = "config_mismatch"
 
@@ -96,6 +97,15 @@ const (
 
 	CodePartitionMissing   Code = "partition_missing"
 	CodePartitionDuplicate Code = "partition_duplicate"
+
+	CodeUnsafePickle           Code = "unsafe_pickle"
+	CodeTorchBadArchive        Code = "torch_bad_archive"
+	CodeTorchBadPickle         Code = "torch_bad_pickle"
+	CodeTorchCompressedStorage Code = "torch_compressed_storage"
+	CodeTorchBigEndian         Code = "torch_big_endian"
+	CodeTorchStorageOutOfRange Code = "torch_storage_out_of_range"
+	CodeTorchNonContiguous     Code = "torch_noncontiguous"
+	CodeTorchUnsupportedTensor Code = "torch_unsupported_tensor"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -184,6 +194,15 @@ var codes = []CodeDoc{
 	{CodeHashMismatch, Error, "validate --hashes: a file's bytes do not hash to the digest its source names it by (hub cache: SHA-256 for LFS blobs, git blob SHA-1 for the rest)"},
 	{CodePartitionMissing, Error, "merge: a partition's report was not given; its tensors (and for partition 0 the structural findings) are not in the merged report"},
 	{CodePartitionDuplicate, Error, "merge: a partition's report was given more than once; the first was merged"},
+	{CodeSupersededWeights, Info, "the directory holds safetensors weights and another format's (pytorch_model.bin): as transformers does, the safetensors ones were checked and the others not read"},
+	{CodeUnsafePickle, Error, "a .bin/.pt/.pth pickle names a global torch's weights_only unpickler refuses (posix.system, builtins.eval) or an opcode that runs code: names the global and the file, which is not read further; nothing is ever run"},
+	{CodeTorchBadArchive, Error, "a torch file is no torch.save zip archive (no data.pkl, entries outside the record folder, a broken directory, a storage entry missing)"},
+	{CodeTorchBadPickle, Error, "a torch file's pickle is not the pickle of tensors torch.save writes (truncated, a malformed storage reference)"},
+	{CodeTorchCompressedStorage, Error, "a torch archive's storage entry is compressed; torch.save stores them uncompressed"},
+	{CodeTorchBigEndian, Error, "a torch file was written big-endian; only little-endian files are read"},
+	{CodeTorchStorageOutOfRange, Error, "a torch tensor's view reaches past its storage, or a storage past its entry or the file"},
+	{CodeTorchNonContiguous, Warning, "a torch tensor is a strided view that is not one byte range (transposed, expanded): listed and compared by name, shape and dtype, its values not read"},
+	{CodeTorchUnsupportedTensor, Warning, "a torch tensor of a kind not read (sparse, quantized, complex128 storage): listed, its values not read"},
 }
 
 // Codes lists every finding code with its usual severity and a line of

@@ -71,8 +71,13 @@ type Mapped struct {
 
 // A Source is a readable physical tensor and the shard holding it.
 type Source struct {
+	// Tensor's DataOffsets index the shard's data section for safetensors,
+	// the whole file (Shard.Data) for other formats (see headerTensors).
 	Tensor *safetensors.Tensor
 	Shard  *checkpoint.Shard
+	// Err says why the tensor's bytes cannot be read (a torch view that is
+	// not contiguous), or nil: it is compared by name, shape and dtype.
+	Err error
 }
 
 // A Comparison is both sides of a diff as read, with what the diff found.
@@ -329,12 +334,11 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 	}
 	out := make([]Source, 0, n)
 	for _, s := range c.Shards {
-		h := s.Safetensors()
-		if s.File == nil || h == nil {
+		if s.File == nil {
 			continue
 		}
-		for _, t := range h.Tensors {
-			out = append(out, Source{Tensor: t, Shard: s})
+		for i, t := range headerTensors(s) {
+			out = append(out, Source{Tensor: t, Shard: s, Err: tensorError(s, i)})
 		}
 	}
 	return out, unavailable

@@ -63,18 +63,17 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 	}
 	weights, companions := quantRows(c)
 	for _, s := range c.Shards {
-		h := s.Safetensors()
-		if h == nil {
+		if s.Header == nil {
 			continue
 		}
 		ins.Totals.Files++
-		for k, v := range h.Metadata {
+		for k, v := range s.Header.Meta() {
 			if ins.Totals.Metadata == nil {
 				ins.Totals.Metadata = map[string]string{}
 			}
 			ins.Totals.Metadata[k] = v
 		}
-		for _, t := range h.Tensors {
+		for _, t := range headerTensors(s) {
 			n, _ := t.NumElements()
 			row := TensorRow{Name: t.Name, DType: t.DType, Shape: t.Shape, Parameters: n, Bytes: t.Size(), File: s.Name}
 			if companions[t.Name] {

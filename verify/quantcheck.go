@@ -290,6 +290,9 @@ func partSizes(bind quant.Binding, byName map[string]*tensorfile.TensorInfo) (Fi
 	if !ok {
 		return Finding{}, false
 	}
+	if storedTransposed(bind.Codec) {
+		d.Rows, d.Cols = d.Cols, d.Rows
+	}
 	parts := bind.Codec.Parts()
 	sizes := make([]uint64, len(parts))
 	if err := bind.Codec.Sizes(d, sizes); err != nil {
@@ -316,6 +319,17 @@ func partSizes(bind quant.Binding, byName map[string]*tensorfile.TensorInfo) (Fi
 			Expected: want, Got: have}, true
 	}
 	return Finding{}, false
+}
+
+// storedTransposed reports a codec whose stored matrices are the transpose
+// of the logical weight: gpt-oss's MXFP4 experts hold [rows, G·32] blocks
+// that transformers dequantizes to [G·32, rows] (quant.MXFP4's doc).
+func storedTransposed(c quant.Codec) bool {
+	switch c.(type) {
+	case quant.MXFP4, *quant.MXFP4:
+		return true
+	}
+	return false
 }
 
 func numElements(shape []uint64) uint64 {

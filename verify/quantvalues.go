@@ -70,6 +70,9 @@ func decodes(t adapter.Tensor) bool {
 	if _, ok := q.Codec.(*quant.Unsupported); ok {
 		return false
 	}
+	if storedTransposed(q.Codec) {
+		return false // the engine reads codec operands untransposed
+	}
 	return !slices.Contains(q.Parts, "")
 }
 

@@ -85,15 +85,8 @@ func TestQuantizedUnsupported(t *testing.T) {
 		weights   int
 		companion int
 	}{
-		{"fp8 weight_scale_inv",
-			[]fixture.Tensor{norm, raw("model.layers.0.mlp.down_proj.weight", safetensors.F8_E4M3, 256, 130),
-				raw("model.layers.0.mlp.down_proj.weight_scale_inv", safetensors.F32, 2, 2),
-				raw("model.layers.0.self_attn.o_proj.weight", safetensors.F8_E4M3, 8, 8),
-				raw("model.layers.0.self_attn.o_proj.weight_scale_inv", safetensors.F32, 1, 1)},
-			[]fixture.Tensor{norm, raw("model.layers.0.mlp.down_proj.weight", safetensors.BF16, 256, 130),
-				raw("model.layers.0.self_attn.o_proj.weight", safetensors.BF16, 8, 8)},
-			map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int{128, 128}},
-			"quantization_config fp8 e4m3", 1, 2, 2, 2},
+		// FP8 block scales now decode (quant.BlockFP8): a dequantized
+		// export compares by value (TestQuantSchemesBind, TestQuantValues).
 		{"mxfp4 blocks and scales",
 			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj_blocks", safetensors.U8, 2, 8, 2, 16),
 				raw("model.layers.0.mlp.experts.gate_up_proj_scales", safetensors.U8, 2, 8, 2),

@@ -16,7 +16,8 @@ type shardReaders struct {
 }
 
 // segments are a tensor's segments as byte ranges of its shards' data
-// sections.
+// sections (a safetensors shard's data section; the whole file of other
+// formats, whose offsets are absolute).
 func (rs *shardReaders) segments(t adapter.Tensor, sources []Source) []values.Segment {
 	if rs.ids == nil {
 		rs.ids = map[*checkpoint.Shard]int{}
@@ -28,7 +29,11 @@ func (rs *shardReaders) segments(t adapter.Tensor, sources []Source) []values.Se
 		if !ok {
 			id = len(rs.readers)
 			rs.ids[src.Shard] = id
-			rs.readers = append(rs.readers, src.Shard.Safetensors().DataSection())
+			if h := src.Shard.Safetensors(); h != nil {
+				rs.readers = append(rs.readers, h.DataSection())
+			} else {
+				rs.readers = append(rs.readers, src.Shard.Data) // other formats: absolute offsets
+			}
 		}
 		segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
 	}

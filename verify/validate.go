@@ -14,6 +14,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/torchsave"
 )
 
 // Validate checks a checkpoint: every shard against the format (the
@@ -52,6 +53,10 @@ func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) 
 		out = append(out, Finding{Code: CodeVariants, Severity: Info, File: c.Source.Path("."),
 			Message: fmt.Sprintf("the directory also holds variant(s) %s; %s was checked here, each variant is its own checkpoint", strings.Join(checkpoint.VariantNames(c.Variants), ", "), v)})
 	}
+	if len(c.Superseded) > 0 {
+		out = append(out, Finding{Code: CodeSupersededWeights, Severity: Info, File: c.Source.Path("."),
+			Message: fmt.Sprintf("the directory also holds %s; as transformers does, the safetensors weights were checked and these not read (name one as the path to check it)", strings.Join(c.Superseded, ", "))})
+	}
 	return out, nil
 }
 
@@ -68,14 +73,10 @@ type shardScan struct {
 
 func scanShard(ctx context.Context, c *checkpoint.Checkpoint, s *checkpoint.Shard) shardScan {
 	sc := shardScan{findings: shardFindings(c, s), layers: make(map[uint64]bool)}
-	h := s.Safetensors()
-	if h == nil {
-		return sc
-	}
 	idx := c.Index
 	indexed := idx != nil && c.IndexErr == nil
 	last := ^uint64(0)
-	for i, t := range h.Tensors {
+	for i, t := range headerTensors(s) {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return sc
 		}
@@ -117,8 +118,11 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 		return []Finding{{Code: CodeShardMissing, Severity: Error, File: s.Path, Message: s.Reason}}
 	}
 	var fe *safetensors.FormatError
+	var te *torchsave.FormatError
 	if errors.As(s.Err, &fe) {
 		out = append(out, Finding{Code: FormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: formatMessage(fe)})
+	} else if s.Header != nil || errors.As(s.Err, &te) {
+		out = append(out, torchFindings(s)...)
 	} else if s.Err != nil {
 		out = append(out, Finding{Code: CodeShardUnreadable, Severity: Error, File: s.Path, Message: s.Err.Error()})
 	}
@@ -180,14 +184,14 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	for i, s := range c.Shards {
 		total += scans[i].bytes
 		strays = strays || scans[i].strays > 0
-		if s.Safetensors() != nil && scans[i].matched != perShard[s.Name] {
+		if s.Header != nil && scans[i].matched != perShard[s.Name] {
 			short[s.Name] = true
 		}
 	}
 	var notInShard []string
 	if len(short) > 0 {
 		for key, f := range idx.WeightMap {
-			if short[f] && byName[f].Safetensors().Tensor(key) == nil {
+			if short[f] && !hasTensor(byName[f], key) {
 				notInShard = append(notInShard, key)
 			}
 		}
@@ -221,6 +225,19 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 	return out
 }
 
+// hasTensor reports whether a shard's header has the tensor.
+func hasTensor(s *checkpoint.Shard, name string) bool {
+	if h := s.Safetensors(); h != nil {
+		return h.Tensor(name) != nil
+	}
+	for _, t := range headerTensors(s) {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // duplicatesAcrossShards reports tensor names stored in more than one shard.
 func duplicatesAcrossShards(shards []*checkpoint.Shard) []Finding {
 	if len(shards) < 2 {
@@ -229,11 +246,7 @@ func duplicatesAcrossShards(shards []*checkpoint.Shard) []Finding {
 	holder := make(map[string]string)
 	repeated := make(map[string][]string)
 	for _, s := range shards {
-		h := s.Safetensors()
-		if h == nil {
-			continue
-		}
-		for _, t := range h.Tensors {
+		for _, t := range headerTensors(s) {
 			first, ok := holder[t.Name]
 			if !ok {
 				holder[t.Name] = s.Name

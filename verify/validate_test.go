@@ -93,7 +93,7 @@ func TestValidateCheckpoints(t *testing.T) {
 			editIndex(t, dir, func(wm, _ map[string]any) {
 				wm["a"] = "../outside.safetensors"
 				wm["b"] = "/etc/passwd.safetensors"
-				wm["c"] = "pytorch_model.bin"
+				wm["c"] = "flax_model.msgpack"
 			})
 		}, []string{"index_unsafe_path", "index_unsafe_path", "index_unsafe_path"}},
 		{"key not in shard", func(t *testing.T, dir string) {

@@ -160,8 +160,12 @@ func tensorBytes(t adapter.Tensor) uint64 {
 // that failed validation (truncated, overlapping offsets) is not read.
 func (o *operand) unreadable() string {
 	for _, seg := range o.t.Segments {
-		if s := o.src[seg.Source].Shard; s.File == nil {
+		src := o.src[seg.Source]
+		if s := src.Shard; s.File == nil {
 			return fmt.Sprintf("%s failed validation; its values are not read", s.Path)
+		}
+		if src.Err != nil {
+			return fmt.Sprintf("%s in %s cannot be read (%v); its values are not read", src.Tensor.Name, src.Shard.Path, src.Err)
 		}
 	}
 	return ""

@@ -1,0 +1,7 @@
+package main
+
+// The file formats beside safetensors register themselves with package
+// tensorfile when linked, as the remote schemes do with checkpoint: the
+// binary links them, so that a library user of checkpoint chooses its own.
+// torchsave reads torch.save's .bin, .pt and .pth without running them.
+import _ "github.com/ckptcheck/ckptcheck/torchsave"
