@@ -96,7 +96,11 @@ func TestProbeBudgetNoRange(t *testing.T) {
 	}
 	s := serve(t, dir)
 	var w waits
-	c := openRemoteT(t, s.URL+"/model.safetensors.index.json", remoteOpts(&w))
+	// The answers stream 240 MiB in all: a slow, busy machine under -race
+	// needs time for that, and the bound checked here is memory, not time.
+	opts := remoteOpts(&w)
+	opts.Remote.Timeout = 5 * time.Minute
+	c := openRemoteT(t, s.URL+"/model.safetensors.index.json", opts)
 	s.SetNoRange(true)
 	files, err := c.Companions(context.Background())
 	if err != nil {
