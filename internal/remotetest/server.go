@@ -111,10 +111,16 @@ func (s *Server) SetHandler(h http.Handler) {
 // under way have finished (a client may have all of an answer's bytes
 // before the handler returns and counts them).
 func (s *Server) Bytes() int64 {
-	for i := 0; i < 500 && s.inFlight.Load() > 0; i++ {
+	s.waitIdle()
+	return s.bytes.Load()
+}
+
+// waitIdle waits, up to 10 s, for the answers under way to finish, so that
+// what they send is counted before a count is read or reset.
+func (s *Server) waitIdle() {
+	for i := 0; i < 5000 && s.inFlight.Load() > 0; i++ {
 		time.Sleep(2 * time.Millisecond)
 	}
-	return s.bytes.Load()
 }
 
 // BytesNow is how many body bytes the server has counted so far, without
@@ -124,8 +130,10 @@ func (s *Server) BytesNow() int64 { return s.bytes.Load() }
 // Requests is how many requests the server has answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
-// Reset zeroes the counters and the log.
+// Reset zeroes the counters and the log, once the answers under way (a
+// probe the client stopped reading) have finished.
 func (s *Server) Reset() {
+	s.waitIdle()
 	s.mu.Lock()
 	s.log = nil
 	s.mu.Unlock()
