@@ -199,14 +199,13 @@ func ReadHeader(r io.ReaderAt, size int64) (*File, error) {
 		HeaderSize: n,
 		Size:       size,
 		Metadata:   h.metadata,
-		Tensors:    make([]*Tensor, len(h.tensors)),
+		Tensors:    h.tensors,
 		Duplicates: h.duplicates,
 		r:          r,
-		index:      h.index,
+		index:      h.byName,
 	}
-	for i := range h.tensors {
-		h.tensors[i].f = f
-		f.Tensors[i] = &h.tensors[i]
+	for _, t := range h.tensors {
+		t.f = f
 	}
 	f.layoutErr = f.validateLayout()
 	return f, nil
