@@ -209,13 +209,33 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 			Message:  fmt.Sprintf("metadata.total_size is %s but the shards' tensors hold %s bytes", textfmt.Thousands(*idx.TotalSize), textfmt.Thousands(total)),
 			Expected: total, Got: *idx.TotalSize})
 	}
-	for _, name := range c.Unreferenced {
-		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
-			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
-	}
+	out = append(out, unreferencedFindings(c)...)
 	if c.Remote != nil && !c.Remote.Listed {
 		out = append(out, Finding{Code: CodeNotListable, Severity: Info, File: idx.Path,
 			Message: "over " + c.Remote.Kind + " there is no listing: .safetensors files beside the index that it does not name (unreferenced_shard) were not looked for"})
+	}
+	return out
+}
+
+// maxUnreferencedListed is how many unreferenced files are reported one by
+// one; the rest are counted in one finding, so that a folder of 100,000
+// stray files beside an index makes a readable report.
+const maxUnreferencedListed = 20
+
+// unreferencedFindings reports the tensor files beside the index that it
+// does not name: the first maxUnreferencedListed by name, then how many more.
+func unreferencedFindings(c *checkpoint.Checkpoint) []Finding {
+	listed := c.Unreferenced[:min(len(c.Unreferenced), maxUnreferencedListed)]
+	out := make([]Finding, 0, len(listed)+1)
+	for _, name := range listed {
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
+			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
+	}
+	if more := len(c.Unreferenced) - len(listed); more > 0 {
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path("."),
+			Message: fmt.Sprintf("and %s more .safetensors files beside the index that it does not name (%s in all); they were not checked",
+				textfmt.Thousands(more), textfmt.Thousands(len(c.Unreferenced))),
+			Got: len(c.Unreferenced)})
 	}
 	return out
 }
