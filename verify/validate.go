@@ -303,6 +303,11 @@ func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 		return []Finding{{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Message: c.ConfigErr.Error()}}
 	}
 	var out []Finding
+	if cfg.UnreadFields > 0 {
+		out = append(out, Finding{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path,
+			Message: fmt.Sprintf("more than %s top-level fields: the %s after the first %s were not read, so they are neither compared nor seen by adapter rules",
+				textfmt.Thousands(checkpoint.MaxConfigFields), textfmt.Thousands(cfg.UnreadFields), textfmt.Thousands(checkpoint.MaxConfigFields))})
+	}
 	for _, p := range cfg.Problems {
 		field, _, _ := strings.Cut(p, " ")
 		out = append(out, Finding{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Key: field, Message: p + "; the checks that need it were skipped"})

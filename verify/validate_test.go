@@ -139,6 +139,13 @@ func TestValidateCheckpoints(t *testing.T) {
 		{"lfs pointer", func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, shard2), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644))
 		}, []string{"header_too_large"}},
+		{"config fields over the cap", func(t *testing.T, dir string) {
+			cfg := fixture.Tiny.Config("bfloat16")
+			for i := range checkpoint.MaxConfigFields {
+				cfg[fmt.Sprintf("extra_%d", i)] = i
+			}
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg))
+		}, []string{"config_invalid"}},
 		{"config vocab", func(t *testing.T, dir string) {
 			cfg := fixture.Tiny.Config("bfloat16")
 			cfg["vocab_size"] = 1000
