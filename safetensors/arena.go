@@ -1,5 +1,10 @@
 package safetensors
 
+import (
+	"strings"
+	"unsafe"
+)
+
 // The parser stores a header's entries in chunks that it never grows in
 // place: a slice grown by append copies itself and leaves the old array
 // behind, which for a header of a million tensors is hundreds of MB of
@@ -63,4 +68,28 @@ func (c *chunks[T]) all() [][]T {
 		return c.done
 	}
 	return append(c.done, c.cur)
+}
+
+// names copies tensor names out of the header into chunks of bytes of
+// their own, so that the header's buffer can be freed once it is parsed
+// while the names, a fraction of it, live on.
+type names struct{ cur []byte }
+
+// nameChunk is the length of a chunk of names; a name longer than a
+// quarter of it is copied on its own.
+const nameChunk = 1 << 20
+
+func (n *names) copy(s string) string {
+	switch {
+	case len(s) == 0:
+		return ""
+	case len(s) > nameChunk/4:
+		return strings.Clone(s)
+	case cap(n.cur)-len(n.cur) < len(s):
+		n.cur = make([]byte, 0, nameChunk)
+	}
+	start := len(n.cur)
+	n.cur = append(n.cur, s...)
+	// The bytes are never written again: a chunk only grows at its end.
+	return unsafe.String(&n.cur[start], len(s))
 }

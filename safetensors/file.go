@@ -70,7 +70,7 @@ type File struct {
 
 	r         io.ReaderAt
 	closer    io.Closer
-	index     map[string]int
+	index     nameIndex
 	layoutErr *FormatError // from ReadHeader; nil in every File NewFile returns
 }
 
@@ -94,7 +94,7 @@ func (f *File) clamp(begin, n uint64) (off, length int64) {
 
 // Tensor returns the tensor with the given name, or nil.
 func (f *File) Tensor(name string) *Tensor {
-	i, ok := f.index[name]
+	i, ok := f.index.lookup(f.Tensors, name)
 	if !ok {
 		return nil
 	}
@@ -187,11 +187,13 @@ func ReadHeader(r io.ReaderAt, size int64) (*File, error) {
 	if n > uint64(size)-8 {
 		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %s runs past the end of the %s-byte file", n0(n), n0(size))
 	}
-	buf := make([]byte, n) // n <= min(MaxHeaderSize, size-8)
+	buf, free := headerBuffer(int(n)) // n <= min(MaxHeaderSize, size-8)
 	if err := readFull(r, buf, 8); err != nil {
+		free()
 		return nil, err
 	}
 	h, err := parseHeader(buf, 8)
+	free()
 	if err != nil {
 		return nil, err
 	}

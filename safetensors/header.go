@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/ckptcheck/ckptcheck/internal/strictjson"
 )
@@ -10,7 +11,7 @@ import (
 type header struct {
 	metadata   map[string]string
 	tensors    []*Tensor // in header order; a repeated name keeps its last entry
-	byName     map[string]int
+	byName     nameIndex
 	duplicates []string // names given more than once, in order of repetition
 }
 
@@ -22,8 +23,8 @@ func parseHeader(b []byte, base int64) (*header, error) {
 	if !strictjson.Valid(b) {
 		return nil, formatErr(InvalidHeader, base, "", "header is not valid UTF-8")
 	}
-	// Names are substrings of the header, which is never written after it is
-	// read: the decoder saves a copy per name.
+	// Strings the decoder reads are substrings of b, which the caller frees
+	// once the header is parsed: what the header keeps is copied out.
 	p := &parser{d: strictjson.NewDecoder(b, base)}
 	h, err := p.root()
 	var se *strictjson.SyntaxError
@@ -34,8 +35,9 @@ func parseHeader(b []byte, base int64) (*header, error) {
 }
 
 type parser struct {
-	d    *strictjson.Decoder
-	dims chunks[uint64] // backing arrays for shapes, so a header costs few allocations
+	d     *strictjson.Decoder
+	dims  chunks[uint64] // backing arrays for shapes, so a header costs few allocations
+	names names          // the tensor names, copied out of the header
 }
 
 func (p *parser) root() (*header, error) {
@@ -58,7 +60,7 @@ func (p *parser) root() (*header, error) {
 		t := entries.one()
 		n++
 		var err error
-		t.TensorInfo, err = p.tensor(key)
+		t.TensorInfo, err = p.tensor(p.names.copy(key))
 		return err
 	})
 	if err != nil {
@@ -75,18 +77,19 @@ func (p *parser) root() (*header, error) {
 // last entry in the place of its first. The index is built once the
 // entries are counted, at its final size.
 func (h *header) index(entries [][]Tensor, n int) {
-	h.byName = make(map[string]int, n)
+	h.byName = newNameIndex(n)
 	h.tensors = make([]*Tensor, 0, n)
 	for _, chunk := range entries {
 		for i := range chunk {
 			t := &chunk[i]
-			if j, ok := h.byName[t.Name]; ok {
+			j, slot, ok := h.byName.find(h.tensors, t.Name)
+			if ok {
 				*h.tensors[j] = *t
 				h.duplicates = append(h.duplicates, t.Name)
 				continue
 			}
-			h.byName[t.Name] = len(h.tensors)
 			h.tensors = append(h.tensors, t)
+			h.byName.slots[slot] = int32(len(h.tensors))
 		}
 	}
 }
@@ -106,7 +109,7 @@ func (p *parser) metadata(h *header) error {
 			return d.Fail("__metadata__ value for %q is not a string", key)
 		}
 		v, err := d.Str()
-		h.metadata[key] = v
+		h.metadata[strings.Clone(key)] = strings.Clone(v)
 		return err
 	})
 }
