@@ -271,11 +271,17 @@ func n0[T ~int | ~int64 | ~uint64](v T) string { return textfmt.Thousands(v) }
 // validateLayout is the reference's Metadata::validate plus its final length
 // check: sorted by offsets, the tensors must tile the data section exactly.
 func (f *File) validateLayout() *FormatError {
-	order := slices.Clone(f.Tensors)
-	slices.SortStableFunc(order, func(a, b *Tensor) int {
+	byOffsets := func(a, b *Tensor) int {
 		oa, ob := a.DataOffsets, b.DataOffsets
 		return cmp.Or(cmp.Compare(oa[0], ob[0]), cmp.Compare(oa[1], ob[1]))
-	})
+	}
+	// Writers usually store tensors in header order: then there is nothing
+	// to sort, and no copy of the list to make.
+	order := f.Tensors
+	if !slices.IsSortedFunc(order, byOffsets) {
+		order = slices.Clone(order)
+		slices.SortStableFunc(order, byOffsets)
+	}
 	dataStart := f.DataOffset()
 	var cursor uint64
 	for _, t := range order {
