@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -329,6 +330,9 @@ func TestParseConfig(t *testing.T) {
 			v, ok := c.Ints["head_dim"]
 			return c.HeadDim == 0 && ok && v == 0
 		}, 0},
+		// A repeated key keeps its last value, as json.Unmarshal does.
+		{`{"vocab_size":1,"vocab_size":9}`, func(c *checkpoint.Config) bool { return c.VocabSize == 9 && len(c.Fields) == 1 && c.UnreadFields == 0 }, 0},
+		{`{"text_config":null,"vocab_size":3}`, func(c *checkpoint.Config) bool { return c.VocabSize == 3 }, 0},
 	}
 	for _, tt := range tests {
 		c, err := checkpoint.ParseConfig([]byte(tt.in))
@@ -340,10 +344,39 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("%s: %+v (problems %q)", tt.in, c, c.Problems)
 		}
 	}
-	for _, in := range []string{`[]`, `"x"`, `{`, ``} {
+	for _, in := range []string{`[]`, `"x"`, `{`, ``, `null`, `{"a":1} x`, `{"a":1}{}`} {
 		c, err := checkpoint.ParseConfig([]byte(in))
 		if c != nil || err == nil || strings.Contains(err.Error(), "Go ") {
 			t.Errorf("%q: %v, err = %v", in, c, err)
+		}
+	}
+}
+
+// TestParseConfigFieldCap: past MaxConfigFields top-level fields (also in
+// text_config) the rest are counted, not read; the fields read come first
+// in the file.
+func TestParseConfigFieldCap(t *testing.T) {
+	for _, extra := range []int{0, 1, 5000} {
+		var b strings.Builder
+		b.WriteString(`{"vocab_size":11`)
+		for i := range checkpoint.MaxConfigFields - 1 + extra {
+			fmt.Fprintf(&b, `,"f%d":%d`, i, i)
+		}
+		b.WriteString(`,"vocab_size":12}`) // a repeat of a field read is read
+		c, err := checkpoint.ParseConfig([]byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Fields) != checkpoint.MaxConfigFields || c.UnreadFields != extra || c.VocabSize != 12 {
+			t.Errorf("%d fields over the cap: %d read, %d unread, vocab_size %d; want %d, %d, 12",
+				extra, len(c.Fields), c.UnreadFields, c.VocabSize, checkpoint.MaxConfigFields, extra)
+		}
+		if _, ok := c.Fields["f0"]; !ok {
+			t.Errorf("%d fields over the cap: the first field was not read", extra)
+		}
+		text, err := checkpoint.ParseConfig([]byte(`{"text_config":` + b.String() + `}`))
+		if err != nil || text.VocabSize != 12 || len(text.Problems) != 0 {
+			t.Errorf("%d fields over the cap in text_config: %v, vocab_size %d, problems %q", extra, err, text.VocabSize, text.Problems)
 		}
 	}
 }

@@ -15,9 +15,13 @@ import (
 type Config struct {
 	// Name is the file's name in the checkpoint, Path how reports name it.
 	Name, Path string
-	// Fields holds every top-level field as written, for comparing two
-	// configs field by field.
+	// Fields holds the top-level fields as written, for comparing two
+	// configs field by field: all of them, or the first MaxConfigFields
+	// when the file has more.
 	Fields map[string]json.RawMessage
+	// UnreadFields counts the top-level members after the first
+	// MaxConfigFields fields, which are not read.
+	UnreadFields int
 
 	ModelType         string
 	VocabSize         uint64
@@ -49,6 +53,12 @@ type Config struct {
 	Problems []string
 }
 
+// MaxConfigFields bounds the top-level fields of config.json (and of its
+// text_config) that are read: real configs have a few hundred at most, and
+// a million fields read into maps would take hundreds of MB. The rest are
+// counted, not read.
+const MaxConfigFields = 10_000
+
 // maxConfigInt bounds the integers adapter expressions see, so that their
 // arithmetic cannot overflow on a hostile config.
 const maxConfigInt = math.MaxInt64
@@ -58,13 +68,16 @@ const maxConfigInt = math.MaxInt64
 // not: they are named in the Config's Problems.
 func ParseConfig(b []byte) (*Config, error) {
 	c := &Config{}
-	if err := json.Unmarshal(b, &c.Fields); err != nil || c.Fields == nil {
-		return nil, notObject(b, err)
+	var err error
+	if c.Fields, c.UnreadFields, err = readObject(b, MaxConfigFields); err != nil {
+		return nil, err
 	}
 	// Multimodal configs nest the language model's fields in text_config.
 	var text map[string]json.RawMessage
-	if raw, ok := c.Fields["text_config"]; ok && json.Unmarshal(raw, &text) != nil {
-		c.Problems = append(c.Problems, "text_config is "+kindOf(raw)+", not an object")
+	if raw, ok := c.Fields["text_config"]; ok && string(raw) != "null" {
+		if text, _, err = readObject(raw, MaxConfigFields); err != nil {
+			c.Problems = append(c.Problems, "text_config is "+kindOf(raw)+", not an object")
+		}
 	}
 	lookup := func(key string) (json.RawMessage, bool) {
 		if v, ok := c.Fields[key]; ok {
@@ -141,6 +154,44 @@ func ParseConfig(b []byte) (*Config, error) {
 	}
 	slices.Sort(c.Problems)
 	return c, nil
+}
+
+// readObject reads the members of the JSON object b, as json.Unmarshal
+// into a map would (a repeated key keeps its last value), but at most max
+// distinct keys: the members of other keys after those are counted in
+// unread and not kept, so that the memory taken is bounded by max, not by
+// the number of members.
+func readObject(b []byte, max int) (fields map[string]json.RawMessage, unread int, err error) {
+	if t := bytes.TrimSpace(b); !json.Valid(t) || len(t) == 0 || t[0] != '{' {
+		var m map[string]json.RawMessage
+		return nil, 0, notObject(b, json.Unmarshal(b, &m))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return nil, 0, notObject(b, err)
+	}
+	fields = make(map[string]json.RawMessage)
+	var skipped json.RawMessage // reused for the values not kept
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, 0, notObject(b, err)
+		}
+		key, _ := tok.(string)
+		if _, seen := fields[key]; !seen && len(fields) >= max {
+			if err := dec.Decode(&skipped); err != nil {
+				return nil, 0, notObject(b, err)
+			}
+			unread++
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, 0, notObject(b, err)
+		}
+		fields[key] = v
+	}
+	return fields, unread, nil
 }
 
 // notObject says why config.json is not a JSON object, without Go's type

@@ -70,7 +70,7 @@ type File struct {
 
 	r         io.ReaderAt
 	closer    io.Closer
-	index     map[string]int
+	index     nameIndex
 	layoutErr *FormatError // from ReadHeader; nil in every File NewFile returns
 }
 
@@ -94,7 +94,7 @@ func (f *File) clamp(begin, n uint64) (off, length int64) {
 
 // Tensor returns the tensor with the given name, or nil.
 func (f *File) Tensor(name string) *Tensor {
-	i, ok := f.index[name]
+	i, ok := f.index.lookup(f.Tensors, name)
 	if !ok {
 		return nil
 	}
@@ -187,11 +187,13 @@ func ReadHeader(r io.ReaderAt, size int64) (*File, error) {
 	if n > uint64(size)-8 {
 		return nil, formatErr(InvalidHeaderLength, 0, "", "header length %s runs past the end of the %s-byte file", n0(n), n0(size))
 	}
-	buf := make([]byte, n) // n <= min(MaxHeaderSize, size-8)
+	buf, free := headerBuffer(int(n)) // n <= min(MaxHeaderSize, size-8)
 	if err := readFull(r, buf, 8); err != nil {
+		free()
 		return nil, err
 	}
 	h, err := parseHeader(buf, 8)
+	free()
 	if err != nil {
 		return nil, err
 	}
@@ -199,14 +201,13 @@ func ReadHeader(r io.ReaderAt, size int64) (*File, error) {
 		HeaderSize: n,
 		Size:       size,
 		Metadata:   h.metadata,
-		Tensors:    make([]*Tensor, len(h.tensors)),
+		Tensors:    h.tensors,
 		Duplicates: h.duplicates,
 		r:          r,
-		index:      h.index,
+		index:      h.byName,
 	}
-	for i := range h.tensors {
-		h.tensors[i].f = f
-		f.Tensors[i] = &h.tensors[i]
+	for _, t := range h.tensors {
+		t.f = f
 	}
 	f.layoutErr = f.validateLayout()
 	return f, nil
@@ -270,11 +271,17 @@ func n0[T ~int | ~int64 | ~uint64](v T) string { return textfmt.Thousands(v) }
 // validateLayout is the reference's Metadata::validate plus its final length
 // check: sorted by offsets, the tensors must tile the data section exactly.
 func (f *File) validateLayout() *FormatError {
-	order := slices.Clone(f.Tensors)
-	slices.SortStableFunc(order, func(a, b *Tensor) int {
+	byOffsets := func(a, b *Tensor) int {
 		oa, ob := a.DataOffsets, b.DataOffsets
 		return cmp.Or(cmp.Compare(oa[0], ob[0]), cmp.Compare(oa[1], ob[1]))
-	})
+	}
+	// Writers usually store tensors in header order: then there is nothing
+	// to sort, and no copy of the list to make.
+	order := f.Tensors
+	if !slices.IsSortedFunc(order, byOffsets) {
+		order = slices.Clone(order)
+		slices.SortStableFunc(order, byOffsets)
+	}
 	dataStart := f.DataOffset()
 	var cursor uint64
 	for _, t := range order {

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/ckptcheck/ckptcheck/internal/strictjson"
 )
@@ -9,8 +10,8 @@ import (
 // header is what the JSON of one header says, before the layout is checked.
 type header struct {
 	metadata   map[string]string
-	tensors    []Tensor // in header order; a repeated name keeps its last entry
-	index      map[string]int
+	tensors    []*Tensor // in header order; a repeated name keeps its last entry
+	byName     nameIndex
 	duplicates []string // names given more than once, in order of repetition
 }
 
@@ -22,10 +23,10 @@ func parseHeader(b []byte, base int64) (*header, error) {
 	if !strictjson.Valid(b) {
 		return nil, formatErr(InvalidHeader, base, "", "header is not valid UTF-8")
 	}
-	// Names are substrings of the header, which is never written after it is
-	// read: the decoder saves a copy per name.
-	p := &parser{d: strictjson.NewDecoder(b, base), dims: make([]uint64, 0, len(b)/64)}
-	h, err := p.root(len(b))
+	// Strings the decoder reads are substrings of b, which the caller frees
+	// once the header is parsed: what the header keeps is copied out.
+	p := &parser{d: strictjson.NewDecoder(b, base)}
+	h, err := p.root()
 	var se *strictjson.SyntaxError
 	if errors.As(err, &se) {
 		return nil, &FormatError{Kind: InvalidHeaderDeserialization, Offset: se.Offset, Msg: se.Msg}
@@ -34,19 +35,20 @@ func parseHeader(b []byte, base int64) (*header, error) {
 }
 
 type parser struct {
-	d    *strictjson.Decoder
-	dims []uint64 // backing array for shapes, so a header costs few allocations
+	d     *strictjson.Decoder
+	dims  chunks[uint64] // backing arrays for shapes, so a header costs few allocations
+	names names          // the tensor names, copied out of the header
 }
 
-func (p *parser) root(size int) (*header, error) {
-	// About 100 header bytes per tensor; the header is already in memory,
-	// so this hint is bounded by its size.
-	h := &header{index: make(map[string]int, size/128), tensors: make([]Tensor, 0, size/128)}
+func (p *parser) root() (*header, error) {
+	h := &header{}
 	d := p.d
 	sawMetadata := false
 	if d.Peek() != '{' {
 		return nil, d.Fail("header is not a JSON object")
 	}
+	var entries chunks[Tensor]
+	n := 0
 	err := d.Members(func(key string) error {
 		if key == "__metadata__" {
 			if sawMetadata {
@@ -55,18 +57,11 @@ func (p *parser) root(size int) (*header, error) {
 			sawMetadata = true
 			return p.metadata(h)
 		}
-		t, err := p.tensor(key)
-		if err != nil {
-			return err
-		}
-		if i, ok := h.index[key]; ok {
-			h.tensors[i] = Tensor{TensorInfo: t}
-			h.duplicates = append(h.duplicates, key)
-			return nil
-		}
-		h.index[key] = len(h.tensors)
-		h.tensors = append(h.tensors, Tensor{TensorInfo: t})
-		return nil
+		t := entries.one()
+		n++
+		var err error
+		t.TensorInfo, err = p.tensor(p.names.copy(key))
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -74,7 +69,29 @@ func (p *parser) root(size int) (*header, error) {
 	if !d.End() {
 		return nil, d.Fail("trailing characters after the header object")
 	}
+	h.index(entries.all(), n)
 	return h, nil
+}
+
+// index lists the n entries in header order, a repeated name keeping its
+// last entry in the place of its first. The index is built once the
+// entries are counted, at its final size.
+func (h *header) index(entries [][]Tensor, n int) {
+	h.byName = newNameIndex(n)
+	h.tensors = make([]*Tensor, 0, n)
+	for _, chunk := range entries {
+		for i := range chunk {
+			t := &chunk[i]
+			j, slot, ok := h.byName.find(h.tensors, t.Name)
+			if ok {
+				*h.tensors[j] = *t
+				h.duplicates = append(h.duplicates, t.Name)
+				continue
+			}
+			h.tensors = append(h.tensors, t)
+			h.byName.slots[slot] = int32(len(h.tensors))
+		}
+	}
 }
 
 func (p *parser) metadata(h *header) error {
@@ -92,7 +109,7 @@ func (p *parser) metadata(h *header) error {
 			return d.Fail("__metadata__ value for %q is not a string", key)
 		}
 		v, err := d.Str()
-		h.metadata[key] = v
+		h.metadata[strings.Clone(key)] = strings.Clone(v)
 		return err
 	})
 }
@@ -175,14 +192,14 @@ func (p *parser) field(t *TensorInfo, field int) error {
 		}
 		t.DType = dt
 	case 1:
-		start := len(p.dims)
+		start := p.dims.mark()
 		err := d.Elements(func(int) error {
 			v, err := d.Uint()
-			p.dims = append(p.dims, v)
+			start = p.dims.push(start, v)
 			return err
 		})
 		// Shape [] is a scalar, not a missing shape: keep it non-nil.
-		t.Shape = p.dims[start:len(p.dims):len(p.dims)]
+		t.Shape = p.dims.run(start)
 		if t.Shape == nil {
 			t.Shape = []uint64{}
 		}

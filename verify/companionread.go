@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,24 +58,14 @@ func (s *companions) object(ctx context.Context, name string) (map[string]any, b
 	if m, ok := s.objects[name]; ok {
 		return m, m != nil, nil
 	}
-	r, done, err := s.stream(ctx, name)
-	if errors.Is(err, errTooLargeToShow) || r == nil && err == nil {
+	b, err := s.bytes(ctx, name)
+	if errors.Is(err, errTooLargeToShow) || b == nil && err == nil {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	defer done()
-	er := &errReader{r: r}
-	dec := json.NewDecoder(er)
-	dec.UseNumber()
-	var m map[string]any
-	if dec.Decode(&m) != nil {
-		if er.err != nil {
-			return nil, false, er.err
-		}
-		m = nil
-	}
+	m := decodeObject(b)
 	if sharedObjects[name] {
 		if s.objects == nil {
 			s.objects = make(map[string]map[string]any)
@@ -82,6 +73,38 @@ func (s *companions) object(ctx context.Context, name string) (map[string]any, b
 		s.objects[name] = m
 	}
 	return m, m != nil, nil
+}
+
+// decodeObject decodes a JSON object, numbers as written; nil when b does
+// not start with one. The file is in memory at its size, and each member
+// is decoded on its own: a decoder reading it as a stream would buffer the
+// largest member (a 40 MB chat template) in a buffer grown by doubling.
+// What is not one JSON object takes the decoder, which reads the first
+// value and ignores what follows it.
+func decodeObject(b []byte) map[string]any {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) != nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var m map[string]any
+		if dec.Decode(&m) != nil {
+			return nil
+		}
+		return m
+	}
+	if raw == nil {
+		return nil
+	}
+	m := make(map[string]any, len(raw))
+	for k, v := range raw {
+		x, ok := decodeValue(v)
+		if !ok {
+			return nil
+		}
+		m[k] = x
+		delete(raw, k) // its bytes can go once decoded
+	}
+	return m
 }
 
 // sharedObjects are the files more than one comparison reads (the chat

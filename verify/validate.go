@@ -214,10 +214,7 @@ func validateIndex(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 			Message:  fmt.Sprintf("metadata.total_size is %s but the shards' tensors hold %s bytes", textfmt.Thousands(*idx.TotalSize), textfmt.Thousands(total)),
 			Expected: total, Got: *idx.TotalSize})
 	}
-	for _, name := range c.Unreferenced {
-		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
-			Message: "a .safetensors file beside the index that the index does not name; it was not checked"})
-	}
+	out = append(out, unreferencedFindings(c)...)
 	if c.Remote != nil && !c.Remote.Listed {
 		out = append(out, Finding{Code: CodeNotListable, Severity: Info, File: idx.Path,
 			Message: "over " + c.Remote.Kind + " there is no listing: .safetensors files beside the index that it does not name (unreferenced_shard) were not looked for"})
@@ -236,6 +233,29 @@ func hasTensor(s *checkpoint.Shard, name string) bool {
 		}
 	}
 	return false
+}
+
+// maxUnreferencedListed is how many unreferenced files are reported one by
+// one; the rest are counted in one finding, so that a folder of 100,000
+// stray files beside an index makes a readable report.
+const maxUnreferencedListed = 20
+
+// unreferencedFindings reports the tensor files beside the index that it
+// does not name: the first maxUnreferencedListed by name, then how many more.
+func unreferencedFindings(c *checkpoint.Checkpoint) []Finding {
+	listed := c.Unreferenced[:min(len(c.Unreferenced), maxUnreferencedListed)]
+	out := make([]Finding, 0, len(listed)+1)
+	for _, name := range listed {
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path(name),
+			Message: "a tensor file beside the index that the index does not name; it was not checked"})
+	}
+	if more := len(c.Unreferenced) - len(listed); more > 0 {
+		out = append(out, Finding{Code: CodeUnreferencedShard, Severity: Warning, File: c.Source.Path("."),
+			Message: fmt.Sprintf("and %s more tensor files beside the index that it does not name (%s in all); they were not checked",
+				textfmt.Thousands(more), textfmt.Thousands(len(c.Unreferenced))),
+			Got: len(c.Unreferenced)})
+	}
+	return out
 }
 
 // duplicatesAcrossShards reports tensor names stored in more than one shard.
@@ -297,6 +317,11 @@ func validateConfig(c *checkpoint.Checkpoint, scans []shardScan) []Finding {
 		return []Finding{{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Message: c.ConfigErr.Error()}}
 	}
 	var out []Finding
+	if cfg.UnreadFields > 0 {
+		out = append(out, Finding{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path,
+			Message: fmt.Sprintf("more than %s top-level fields: the %s after the first %s were not read, so they are neither compared nor seen by adapter rules",
+				textfmt.Thousands(checkpoint.MaxConfigFields), textfmt.Thousands(cfg.UnreadFields), textfmt.Thousands(checkpoint.MaxConfigFields))})
+	}
 	for _, p := range cfg.Problems {
 		field, _, _ := strings.Cut(p, " ")
 		out = append(out, Finding{Code: CodeConfigInvalid, Severity: Warning, File: cfg.Path, Key: field, Message: p + "; the checks that need it were skipped"})

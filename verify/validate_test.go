@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,6 +122,11 @@ func TestValidateCheckpoints(t *testing.T) {
 		{"unreferenced shard", func(t *testing.T, dir string) {
 			must(t, fixture.WriteFile(filepath.Join(dir, "consolidated.safetensors"), nil, nil))
 		}, []string{"unreferenced_shard"}},
+		{"unreferenced shards beyond the listed", func(t *testing.T, dir string) {
+			for i := range maxUnreferencedListed + 5 {
+				must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("stray-%03d.safetensors", i)), nil, 0o644))
+			}
+		}, slices.Repeat([]string{"unreferenced_shard"}, maxUnreferencedListed+1)},
 		{"index not json", func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), []byte("{"), 0o644))
 		}, []string{"index_invalid"}},
@@ -133,6 +139,13 @@ func TestValidateCheckpoints(t *testing.T) {
 		{"lfs pointer", func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, shard2), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1024\n"), 0o644))
 		}, []string{"header_too_large"}},
+		{"config fields over the cap", func(t *testing.T, dir string) {
+			cfg := fixture.Tiny.Config("bfloat16")
+			for i := range checkpoint.MaxConfigFields {
+				cfg[fmt.Sprintf("extra_%d", i)] = i
+			}
+			must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), cfg))
+		}, []string{"config_invalid"}},
 		{"config vocab", func(t *testing.T, dir string) {
 			cfg := fixture.Tiny.Config("bfloat16")
 			cfg["vocab_size"] = 1000
@@ -344,5 +357,42 @@ func TestConfigDTypeSize(t *testing.T) {
 				t.Errorf("weights only %v: %d config findings, want %d: %v", weightsOnly, n, want, d.Findings)
 			}
 		}
+	}
+}
+
+// TestUnreferencedSummary: beyond maxUnreferencedListed stray files, one
+// finding says how many more there are, and the listed are the first by name.
+func TestUnreferencedSummary(t *testing.T) {
+	for _, n := range []int{maxUnreferencedListed, maxUnreferencedListed + 1, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := published(t)
+			for i := range n {
+				must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("stray-%04d.safetensors", i)), nil, 0o644))
+			}
+			var got []Finding
+			for _, f := range validatePath(t, dir) {
+				if f.Code == CodeUnreferencedShard {
+					got = append(got, f)
+				}
+			}
+			listed := min(n, maxUnreferencedListed)
+			want := listed
+			if n > listed {
+				want++
+			}
+			if len(got) != want {
+				t.Fatalf("%d stray files: %d unreferenced_shard findings, want %d", n, len(got), want)
+			}
+			if first := filepath.Base(got[0].File); first != "stray-0000.safetensors" {
+				t.Errorf("first listed is %s, want stray-0000.safetensors", first)
+			}
+			if n == listed {
+				return
+			}
+			last := got[len(got)-1]
+			if wantMsg := fmt.Sprintf("and %d more", n-listed); !strings.Contains(last.Message, wantMsg) || last.File != dir {
+				t.Errorf("summary finding %q on %s, want %q on %s", last.Message, last.File, wantMsg, dir)
+			}
+		})
 	}
 }
