@@ -140,7 +140,7 @@ var codes = []CodeDoc{
 	{CodeDuplicateKey, Warning, "a tensor name appears twice in one header; the reference silently keeps the last"},
 	{CodeUnalignedData, Warning, "header length not a multiple of 8, or a tensor not aligned to its element size"},
 	{CodeIndexTotalSizeMismatch, Warning, "index metadata.total_size differs from the sum of tensor bytes"},
-	{CodeUnreferencedShard, Warning, "a .safetensors file beside the index that the index does not name"},
+	{CodeUnreferencedShard, Warning, "a tensor file (.safetensors, pytorch_model*.bin) beside the index that the index does not name"},
 	{CodeNotListable, Info, "the source cannot list its files (an http(s):// URL): .safetensors files beside the index that it does not name were not looked for"},
 	{CodeEmptyCheckpoint, Warning, "the checkpoint holds no tensors"},
 	{CodeShardOfIndex, Info, "a single file was checked that an index beside it names: one shard of a larger checkpoint"},
