@@ -130,7 +130,7 @@ func TestFormatErrors(t *testing.T) {
 		{name: "alignment huge", edit: func(f *w.File) { f.KV = append(f.KV, w.KV{Key: AlignmentKey, Value: w.U32(1 << 30)}) }, kind: BadAlignment},
 		{name: "alignment not u32", edit: func(f *w.File) { f.KV = append(f.KV, w.KV{Key: AlignmentKey, Value: w.U64(32)}) }, kind: BadAlignment},
 		{name: "offset not the running sum", edit: func(f *w.File) { f.Tensors[1].Offset, f.Tensors[1].SetOffset = 48, true }, kind: BadOffset},
-		{name: "offset past the end", edit: func(f *w.File) { f.Tensors[0].Offset, f.Tensors[0].SetOffset = 1 << 40, true }, kind: BadOffset},
+		{name: "offset past the end", edit: func(f *w.File) { f.Tensors[0].Offset, f.Tensors[0].SetOffset = 1<<40, true }, kind: BadOffset},
 		{name: "tensor past the end", raw: func(b []byte) []byte { return b[:len(b)-30] }, kind: TensorPastEnd},
 		{name: "row not whole blocks", edit: func(f *w.File) { f.Tensors[1].Dims = []uint64{16, 4} }, kind: BadSize},
 		{name: "five dims", edit: func(f *w.File) { f.Tensors[0].Dims = []uint64{1, 1, 1, 1, 48} }, kind: BadSize},
