@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	_ "github.com/ckptcheck/ckptcheck/gguf" // .gguf files: one file, one checkpoint
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // An Inspection is what inspect lists: a checkpoint's tensors, their
@@ -24,12 +25,15 @@ type Inspection struct {
 
 // A TensorRow is one tensor of an inspection.
 type TensorRow struct {
-	Name       string            `json:"name"`
-	DType      safetensors.DType `json:"dtype"`
-	Shape      []uint64          `json:"shape"`
-	Parameters uint64            `json:"parameters"`
-	Bytes      uint64            `json:"bytes"`
-	File       string            `json:"file"`
+	Name  string            `json:"name"`
+	DType safetensors.DType `json:"dtype"`
+	// Encoding is the block encoding of a GGUF tensor (Q4_K), whose DType
+	// is then U8; absent for plain tensors.
+	Encoding   tensorfile.Encoding `json:"encoding,omitempty"`
+	Shape      []uint64            `json:"shape"`
+	Parameters uint64              `json:"parameters"`
+	Bytes      uint64              `json:"bytes"`
+	File       string              `json:"file"`
 }
 
 // Totals sums an inspection's tensors.
@@ -60,6 +64,9 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 	for _, s := range c.Shards {
 		h := s.Safetensors()
 		if h == nil {
+			if s.File != nil {
+				ins.inspectFile(s, func(name string) bool { return filter == nil || filter.Match(name) })
+			}
 			continue
 		}
 		ins.Totals.Files++
@@ -74,18 +81,8 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 				continue
 			}
 			n, _ := t.NumElements()
-			ins.Tensors = append(ins.Tensors, TensorRow{t.Name, t.DType, t.Shape, n, t.Size(), s.Name})
-			ins.Totals.Tensors++
-			ins.Totals.Parameters += n
-			ins.Totals.Bytes += t.Size()
-			d := ins.Totals.ByDType[t.DType.String()]
-			if d == nil {
-				d = &DTypeTotals{}
-				ins.Totals.ByDType[t.DType.String()] = d
-			}
-			d.Tensors++
-			d.Parameters += n
-			d.Bytes += t.Size()
+			ins.Tensors = append(ins.Tensors, TensorRow{Name: t.Name, DType: t.DType, Shape: t.Shape, Parameters: n, Bytes: t.Size(), File: s.Name})
+			ins.add(t.DType.String(), n, t.Size())
 		}
 	}
 	slices.SortFunc(ins.Tensors, func(a, b TensorRow) int { return NaturalCompare(a.Name, b.Name) })
@@ -93,6 +90,21 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 		ins.Tree = ins.tree()
 	}
 	return ins
+}
+
+// add counts a tensor of typ (a dtype or an encoding) in the totals.
+func (ins *Inspection) add(typ string, params, bytes uint64) {
+	ins.Totals.Tensors++
+	ins.Totals.Parameters += params
+	ins.Totals.Bytes += bytes
+	d := ins.Totals.ByDType[typ]
+	if d == nil {
+		d = &DTypeTotals{}
+		ins.Totals.ByDType[typ] = d
+	}
+	d.Tensors++
+	d.Parameters += params
+	d.Bytes += bytes
 }
 
 // A TreeNode is a module in the tree view. Children that differ only in a

@@ -118,6 +118,8 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	var fe *safetensors.FormatError
 	if errors.As(s.Err, &fe) {
 		out = append(out, Finding{Code: FormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: formatMessage(fe)})
+	} else if g, ok := ggufFinding(s); ok {
+		out = append(out, g)
 	} else if s.Err != nil {
 		out = append(out, Finding{Code: CodeShardUnreadable, Severity: Error, File: s.Path, Message: s.Err.Error()})
 	}
