@@ -95,6 +95,8 @@ const (
 	CodeGGUFDuplicate     Code = "gguf_duplicate"
 	CodeGGUFBadAlignment  Code = "gguf_bad_alignment"
 	CodeGGUFBadName       Code = "gguf_bad_name"
+
+	CodeGGUFMetadataMismatch Code = "gguf_metadata_mismatch"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -182,6 +184,7 @@ var codes = []CodeDoc{
 	{CodeGGUFDuplicate, Error, "GGUF: a metadata key or a tensor name given twice"},
 	{CodeGGUFBadAlignment, Error, "GGUF: general.alignment is not a u32 power of two (up to 1 MiB)"},
 	{CodeGGUFBadName, Error, "GGUF: a tensor name of 64 bytes or more, which ggml refuses"},
+	{CodeGGUFMetadataMismatch, Error, "GGUF: the metadata disagrees with the tensors: <arch>.block_count against the blk.N layers present, embedding_length against token_embd, head counts and key/value lengths against attn_q/attn_k/attn_v rows (llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3)"},
 }
 
 // Codes lists every finding code with its usual severity and a line of

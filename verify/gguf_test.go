@@ -3,6 +3,7 @@ package verify
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/gguf"
@@ -89,5 +90,59 @@ func TestInspectGGUF(t *testing.T) {
 	row := ins.Tensors[2]
 	if row.Name != "blk.0.ffn_up.weight" || row.Encoding != tensorfile.Q4_K || row.Type() != "Q4_K" || tensorfile.FormatShape(row.Shape) != "[3, 256]" {
 		t.Errorf("row %+v", row)
+	}
+}
+
+func TestValidateGGUFMetadata(t *testing.T) {
+	f32 := func(name string, dims ...uint64) w.Tensor {
+		n := uint64(4)
+		for _, d := range dims {
+			n *= d
+		}
+		return w.Tensor{Name: name, Dims: dims, Type: uint32(gguf.TypeF32), Data: make([]byte, n)}
+	}
+	file := func(kv ...w.KV) w.File {
+		base := []w.KV{w.P("general.architecture", w.Str("qwen3")), w.P("qwen3.block_count", w.U32(1)),
+			w.P("qwen3.embedding_length", w.U32(64)), w.P("qwen3.attention.head_count", w.U32(4)), w.P("qwen3.attention.head_count_kv", w.U32(2))}
+		for _, o := range kv { // replace or add
+			i := slices.IndexFunc(base, func(b w.KV) bool { return b.Key == o.Key })
+			if i < 0 {
+				base = append(base, o)
+			} else {
+				base[i] = o
+			}
+		}
+		return w.File{KV: base, Tensors: []w.Tensor{
+			f32("token_embd.weight", 64, 10), // GGML order: [embedding, vocab]
+			f32("blk.0.attn_q.weight", 64, 64), f32("blk.0.attn_k.weight", 64, 32), f32("blk.0.attn_v.weight", 64, 32),
+		}}
+	}
+	tests := []struct {
+		name string
+		kv   []w.KV
+		keys []string
+	}{
+		{"consistent", nil, nil},
+		{"block count", []w.KV{w.P("qwen3.block_count", w.U32(2))}, []string{""}},
+		{"kv heads", []w.KV{w.P("qwen3.attention.head_count_kv", w.U32(4))}, []string{"blk.0.attn_k.weight", "blk.0.attn_v.weight"}},
+		{"embedding", []w.KV{w.P("qwen3.embedding_length", w.U32(32))},
+			[]string{"token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}},
+		{"explicit key length", []w.KV{w.P("qwen3.attention.key_length", w.U32(16))}, nil},
+		{"unchecked architecture", []w.KV{w.P("general.architecture", w.Str("phi3")), w.P("phi3.attention.head_count", w.U32(3))}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := validatePath(t, writeGGUF(t, file(tt.kv...)))
+			var keys []string
+			for _, f := range fs {
+				if f.Code != CodeGGUFMetadataMismatch {
+					t.Errorf("finding %+v", f)
+				}
+				keys = append(keys, f.Key)
+			}
+			if !slices.Equal(keys, tt.keys) {
+				t.Errorf("findings on %q, want %q: %v", keys, tt.keys, fs)
+			}
+		})
 	}
 }

@@ -125,7 +125,7 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	}
 	f := s.Safetensors()
 	if f == nil {
-		return out
+		return append(out, ggufMetadata(s)...)
 	}
 	for _, name := range f.Duplicates {
 		out = append(out, Finding{Code: CodeDuplicateKey, Severity: Warning, File: s.Path, Key: name,
