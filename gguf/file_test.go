@@ -28,6 +28,7 @@ func sample() w.File {
 			w.P("tokens", w.Strings("<s>", "</s>", "a")),
 			w.P("scores", w.Array(w.TypeFloat32, w.F32(1), w.F32(-2))),
 			w.P("nested", w.Array(w.TypeArray, w.Array(w.TypeUint8, w.U8(1), w.U8(2)), w.Array(w.TypeString, w.Str("x")))),
+			w.P("template", w.Str(strings.Repeat("x", 1000))),
 		},
 		Tensors: []w.Tensor{
 			{Name: "token_embd.weight", Dims: []uint64{4, 3}, Type: 0, Data: make([]byte, 4*3*4)},
@@ -43,7 +44,7 @@ func TestNewFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Version != 3 || f.Alignment != 32 || f.Architecture() != "llama" || len(f.KV) != 15 || f.HeaderReads != 1 {
+	if f.Version != 3 || f.Alignment != 32 || f.Architecture() != "llama" || len(f.KV) != 16 || f.HeaderReads != 1 {
 		t.Errorf("version %d, alignment %d, arch %q, %d kv, %d reads", f.Version, f.Alignment, f.Architecture(), len(f.KV), f.HeaderReads)
 	}
 	scalars := map[string]string{"u8": "200", "i8": "-3", "u16": "60000", "i16": "-30000", "u32": "4000000000",
@@ -56,7 +57,7 @@ func TestNewFile(t *testing.T) {
 			t.Errorf("%s = %v (%v), want %s", k, v, ok, want)
 		}
 	}
-	if f.Meta()["general.architecture"] != "llama" {
+	if f.Meta()["general.architecture"] != "llama" || f.Meta()["template"] != strings.Repeat("x", 256)+"… (1000 bytes)" {
 		t.Errorf("Meta = %v", f.Meta())
 	}
 	if v, _ := f.Lookup("u64"); v.Type != ValueUint64 {
@@ -112,7 +113,7 @@ func TestFormatErrors(t *testing.T) {
 		{name: "version 4", edit: func(f *w.File) { f.Version = 4 }, kind: BadVersion},
 		{name: "big-endian", edit: func(f *w.File) { f.Version = 3 << 24 }, kind: BadVersion, want: "big-endian"},
 		{name: "empty", raw: func([]byte) []byte { return nil }, kind: Truncated},
-		{name: "truncated in metadata", raw: func(b []byte) []byte { return b[:300] }, kind: Truncated},
+		{name: "truncated in metadata", raw: func(b []byte) []byte { return b[:400] }, kind: Truncated},
 		{name: "truncated header counts", raw: func(b []byte) []byte { return b[:20] }, kind: Truncated},
 		{name: "tensor count too large", raw: func(b []byte) []byte { copy(b[8:], []byte{0, 0, 0, 0, 0, 0, 0, 1}); return b }, kind: TooLarge},
 		{name: "kv count too large", raw: func(b []byte) []byte { copy(b[16:], []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}); return b }, kind: TooLarge},

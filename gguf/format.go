@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"io"
+	"strings"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -35,6 +36,9 @@ func (format) Open(r io.ReaderAt, size int64) (tensorfile.File, error) {
 	return f, nil
 }
 
+// metaStringLen is where Meta cuts a long string value.
+const metaStringLen = 256
+
 // A *File is a tensorfile.File.
 var _ tensorfile.File = (*File)(nil)
 
@@ -55,13 +59,17 @@ func (f *File) TensorInfo(i int) tensorfile.TensorInfo {
 	return info
 }
 
-// Meta is the metadata as strings, each value as Value.String writes it:
-// arrays summarised, a string as itself.
+// Meta is the metadata as strings, for listing: each value as Value.String
+// writes it, arrays summarised, a string as itself but cut after
+// metaStringLen bytes (a chat template is kilobytes). Lookup has the values.
 func (f *File) Meta() map[string]string {
 	f.metaOnce.Do(func() {
 		f.meta = make(map[string]string, len(f.KV))
 		for _, kv := range f.KV {
 			if s, ok := kv.Value.Str(); ok {
+				if len(s) > metaStringLen {
+					s = strings.ToValidUTF8(s[:metaStringLen], "") + "… (" + itoa(uint64(len(s))) + " bytes)"
+				}
 				f.meta[kv.Key] = s
 			} else {
 				f.meta[kv.Key] = kv.Value.String()
