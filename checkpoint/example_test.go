@@ -72,7 +72,7 @@ func ExampleUnsafeName() {
 	// "model-00001-of-00002.safetensors" ""
 	// "../secrets.safetensors" "leaves the checkpoint directory"
 	// "C:\\model.safetensors" "is an absolute path"
-	// "weights.txt" "is not a .bin, .pt, .pth or .safetensors file"
+	// "weights.txt" "is not a .bin, .gguf, .pt, .pth or .safetensors file"
 }
 
 // Remote paths are told by their scheme, whether or not a source for it is

@@ -24,11 +24,7 @@ func writeInspection(w io.Writer, ins *verify.Inspection, depth int) error {
 		rows := make([][]string, 0, len(ins.Tensors)+1)
 		rows = append(rows, []string{"NAME", "DTYPE", "SHAPE", "PARAMETERS", "BYTES", "FILE"})
 		for _, t := range ins.Tensors {
-			dtype := t.DType.String()
-			if t.Encoding != "" {
-				dtype = t.Encoding // a quantized weight: its shape and parameters are logical
-			}
-			rows = append(rows, []string{quote(t.Name), dtype, safetensors.FormatShape(t.Shape),
+			rows = append(rows, []string{quote(t.Name), t.Type(), safetensors.FormatShape(t.Shape),
 				thousandsU(t.Parameters), humanBytes(t.Bytes), quote(t.File)})
 		}
 		if err := writeColumns(w, rows, ""); err != nil {

@@ -53,6 +53,17 @@ const (
 	IQ4_NL
 	IQ4_XS
 	MXFP4
+	IQ2_XXS
+	IQ2_XS
+	IQ3_XXS
+	IQ1_S
+	IQ3_S
+	IQ2_S
+	IQ1_M
+	TQ1_0
+	TQ2_0
+	NVFP4 // ggml's block NVFP4 (E4M3 scale per 16 values, in the block)
+	Q1_0
 	numEncodings
 )
 
@@ -75,6 +86,19 @@ var encodingInfo = [numEncodings]struct {
 	IQ4_NL: {"IQ4_NL", Block{32, 2 + 16}},
 	IQ4_XS: {"IQ4_XS", Block{256, 2 + 2 + 256/64 + 256/2}},
 	MXFP4:  {"MXFP4", Block{32, 1 + 16}},
+	// The IQ, TQ, NVFP4 and Q1_0 geometries are ggml_type_size and
+	// ggml_blck_size of libggml-base (node-llama-cpp 3.22.1's build).
+	IQ2_XXS: {"IQ2_XXS", Block{256, 66}},
+	IQ2_XS:  {"IQ2_XS", Block{256, 74}},
+	IQ3_XXS: {"IQ3_XXS", Block{256, 98}},
+	IQ1_S:   {"IQ1_S", Block{256, 50}},
+	IQ3_S:   {"IQ3_S", Block{256, 110}},
+	IQ2_S:   {"IQ2_S", Block{256, 82}},
+	IQ1_M:   {"IQ1_M", Block{256, 56}},
+	TQ1_0:   {"TQ1_0", Block{256, 54}},
+	TQ2_0:   {"TQ2_0", Block{256, 66}},
+	NVFP4:   {"NVFP4", Block{64, 36}},
+	Q1_0:    {"Q1_0", Block{128, 18}},
 }
 
 // Encodings returns every block encoding the table knows, in declaration

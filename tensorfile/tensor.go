@@ -10,7 +10,12 @@ import (
 type TensorInfo struct {
 	Name  string
 	DType DType
-	Shape []uint64
+	// Encoding is the tensor's block encoding (a GGUF tensor of GGML type
+	// Q4_K), or 0 for a tensor of plain DType elements. An encoded tensor's
+	// DType is U8, its Shape counts logical elements, and its Size is whole
+	// blocks of Encoding.Block().
+	Encoding Encoding
+	Shape    []uint64
 	// Offset and Size are the tensor's bytes in the file: an absolute
 	// offset from the file's first byte, and a length.
 	Offset, Size int64

@@ -3,6 +3,7 @@ package verify
 import (
 	"slices"
 
+	"github.com/ckptcheck/ckptcheck/gguf"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -106,10 +107,28 @@ const (
 	CodeTorchStorageOutOfRange Code = "torch_storage_out_of_range"
 	CodeTorchNonContiguous     Code = "torch_noncontiguous"
 	CodeTorchUnsupportedTensor Code = "torch_unsupported_tensor"
+	// The GGUF reader's error kinds, the names of gguf.ErrorKind (see
+	// GGUFFormatCode).
+	CodeGGUFTruncated     Code = "gguf_truncated"
+	CodeGGUFBadMagic      Code = "gguf_bad_magic"
+	CodeGGUFBadVersion    Code = "gguf_bad_version"
+	CodeGGUFTooLarge      Code = "gguf_too_large"
+	CodeGGUFBadType       Code = "gguf_bad_type"
+	CodeGGUFBadOffset     Code = "gguf_bad_offset"
+	CodeGGUFTensorPastEnd Code = "gguf_tensor_past_end"
+	CodeGGUFBadSize       Code = "gguf_bad_size"
+	CodeGGUFDuplicate     Code = "gguf_duplicate"
+	CodeGGUFBadAlignment  Code = "gguf_bad_alignment"
+	CodeGGUFBadName       Code = "gguf_bad_name"
+
+	CodeGGUFMetadataMismatch Code = "gguf_metadata_mismatch"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
 func FormatCode(k safetensors.ErrorKind) Code { return Code(k.String()) }
+
+// GGUFFormatCode is the code of a GGUF format error kind: its name.
+func GGUFFormatCode(k gguf.ErrorKind) Code { return Code(k.String()) }
 
 // A CodeDoc documents one finding code.
 type CodeDoc struct {
@@ -203,6 +222,18 @@ var codes = []CodeDoc{
 	{CodeTorchStorageOutOfRange, Error, "a torch tensor's view reaches past its storage, or a storage past its entry or the file"},
 	{CodeTorchNonContiguous, Warning, "a torch tensor is a strided view that is not one byte range (transposed, expanded): listed and compared by name, shape and dtype, its values not read"},
 	{CodeTorchUnsupportedTensor, Warning, "a torch tensor of a kind not read (sparse, quantized, complex128 storage): listed, its values not read"},
+	{CodeGGUFTruncated, Error, "GGUF: the file ends inside its header (metadata or tensor infos)"},
+	{CodeGGUFBadMagic, Error, "GGUF: a .gguf file that does not start with the magic GGUF"},
+	{CodeGGUFBadVersion, Error, "GGUF: a version other than 3 or 2, or a big-endian file"},
+	{CodeGGUFTooLarge, Error, "GGUF: a count or string length larger than the file could hold (checked before anything is allocated), or a header above 512 MiB"},
+	{CodeGGUFBadType, Error, "GGUF: an unknown metadata value type or GGML tensor type"},
+	{CodeGGUFBadOffset, Error, "GGUF: a tensor offset that is not the running sum of the sizes before it, each padded to the alignment, as ggml requires"},
+	{CodeGGUFTensorPastEnd, Error, "GGUF: a tensor's bytes run past the end of the file (truncated download)"},
+	{CodeGGUFBadSize, Error, "GGUF: rows that are not whole blocks of the tensor's type, more than 4 dimensions, or an element count that overflows"},
+	{CodeGGUFDuplicate, Error, "GGUF: a metadata key or a tensor name given twice"},
+	{CodeGGUFBadAlignment, Error, "GGUF: general.alignment is not a u32 power of two (up to 1 MiB)"},
+	{CodeGGUFBadName, Error, "GGUF: a tensor name of 64 bytes or more, which ggml refuses"},
+	{CodeGGUFMetadataMismatch, Error, "GGUF: the metadata disagrees with the tensors: <arch>.block_count against the blk.N layers present, embedding_length against token_embd, head counts and key/value lengths against attn_q/attn_k/attn_v rows (llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3)"},
 }
 
 // Codes lists every finding code with its usual severity and a line of

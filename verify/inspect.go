@@ -30,7 +30,8 @@ type TensorRow struct {
 	Parameters uint64            `json:"parameters"`
 	Bytes      uint64            `json:"bytes"`
 	File       string            `json:"file"`
-	// Encoding names a quantized weight's encoding (its codec); the row
+	// Encoding names a quantized weight's encoding (its codec; a GGUF
+	// tensor's GGML type, such as Q4_K, whose DType is then U8); the row
 	// is then the logical weight: its dequantized shape and parameters,
 	// and the bytes of all its parts.
 	Encoding string `json:"encoding,omitempty"`
@@ -63,6 +64,10 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 	}
 	weights, companions := quantRows(c)
 	for _, s := range c.Shards {
+		if isGGUF(s) {
+			ins.inspectFile(s, func(name string) bool { return filter == nil || filter.Match(name) })
+			continue
+		}
 		if s.Header == nil {
 			continue
 		}
@@ -226,4 +231,27 @@ func digitsEnd(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// add counts a tensor of typ (a dtype or an encoding) in the totals.
+func (ins *Inspection) add(typ string, params, bytes uint64) {
+	ins.Totals.Tensors++
+	ins.Totals.Parameters += params
+	ins.Totals.Bytes += bytes
+	d := ins.Totals.ByDType[typ]
+	if d == nil {
+		d = &DTypeTotals{}
+		ins.Totals.ByDType[typ] = d
+	}
+	d.Tensors++
+	d.Parameters += params
+	d.Bytes += bytes
+}
+
+// Type is the row's encoding when it has one, else its dtype.
+func (r TensorRow) Type() string {
+	if r.Encoding != "" {
+		return r.Encoding
+	}
+	return r.DType.String()
 }

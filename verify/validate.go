@@ -121,6 +121,8 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	var te *torchsave.FormatError
 	if errors.As(s.Err, &fe) {
 		out = append(out, Finding{Code: FormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: formatMessage(fe)})
+	} else if g, ok := ggufFinding(s); ok {
+		out = append(out, g)
 	} else if s.Header != nil || errors.As(s.Err, &te) {
 		out = append(out, torchFindings(s)...)
 	} else if s.Err != nil {
@@ -128,7 +130,7 @@ func shardFindings(c *checkpoint.Checkpoint, s *checkpoint.Shard) []Finding {
 	}
 	f := s.Safetensors()
 	if f == nil {
-		return out
+		return append(out, ggufMetadata(s)...)
 	}
 	for _, name := range f.Duplicates {
 		out = append(out, Finding{Code: CodeDuplicateKey, Severity: Warning, File: s.Path, Key: name,

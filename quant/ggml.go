@@ -1,0 +1,118 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// GGML returns the codec of a GGML block encoding as GGUF stores it: one
+// Data part of whole blocks, each carrying its own scales, decoded bit for
+// bit as ggml's dequantize_row_* does (ggml/src/ggml-quants.c). Where ggml
+// rounds a float product before adding to it, the decoders convert to
+// float32 explicitly, so that no platform fuses the multiply-add. ok is
+// false for an encoding with no decoder (Q8_1, Q8_K, the IQ and TQ types).
+func GGML(e tensorfile.Encoding) (Codec, bool) {
+	c, ok := ggmlCodecs[e]
+	return c, ok
+}
+
+// A ggmlBlock decodes one block's bytes into its values.
+type ggmlBlock func(b []byte, y []float32)
+
+var ggmlCodecs = map[tensorfile.Encoding]*ggmlCodec{}
+
+// registerGGML makes decode the decoder of e; each type's file calls it.
+func registerGGML(e tensorfile.Encoding, decode ggmlBlock) bool {
+	ggmlCodecs[e] = &ggmlCodec{e: e, block: e.Block(), decode: decode, name: "ggml:" + e.String()}
+	return true
+}
+
+// ggmlCodec is a GGML block type: rows of Cols values, each row whole
+// blocks of block.Elements values in block.Bytes bytes.
+type ggmlCodec struct {
+	e      tensorfile.Encoding
+	block  tensorfile.Block
+	decode ggmlBlock
+	name   string
+}
+
+var ggmlParts = []Part{{Data, tensorfile.U8}}
+
+func (c *ggmlCodec) String() string { return c.name }
+func (c *ggmlCodec) Parts() []Part  { return ggmlParts }
+func (c *ggmlCodec) Tile() Tile     { return Tile{Rows: 1, Cols: c.block.Elements} }
+
+// rowBytes is the size of one row of d, or an error when d is no shape of
+// this encoding.
+func (c *ggmlCodec) rowBytes(d Dims) (uint64, error) {
+	if d.Cols%c.block.Elements != 0 {
+		return 0, fmt.Errorf("%s: rows of %d values are not whole blocks of %d", c, d.Cols, c.block.Elements)
+	}
+	row := d.Cols / c.block.Elements * c.block.Bytes // Bytes < Elements·8: no overflow for Cols < 2^64
+	if hi, _ := bits.Mul64(d.Rows, row); hi != 0 || d.Cols/c.block.Elements > ^uint64(0)/c.block.Bytes {
+		return 0, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	if _, ok := d.Values(); !ok {
+		return 0, fmt.Errorf("%s: %d × %d values overflow", c, d.Rows, d.Cols)
+	}
+	return row, nil
+}
+
+func (c *ggmlCodec) Sizes(d Dims, sizes []uint64) error {
+	row, err := c.rowBytes(d)
+	if err != nil {
+		return err
+	}
+	if len(sizes) < 1 {
+		return fmt.Errorf("%s: sizes for no part", c)
+	}
+	sizes[0] = d.Rows * row
+	return nil
+}
+
+func (c *ggmlCodec) check(d Dims, r0, r1 uint64) (uint64, error) {
+	row, err := c.rowBytes(d)
+	if err != nil {
+		return 0, err
+	}
+	if err := CheckRange(c.Tile(), d, r0, r1); err != nil {
+		return 0, fmt.Errorf("%s: %w", c, err)
+	}
+	return row, nil
+}
+
+func (c *ggmlCodec) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
+	row, err := c.check(d, r0, r1)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, Span{Part: 0, Offset: r0 * row, Len: (r1 - r0) * row, Count: 1}), nil
+}
+
+func (c *ggmlCodec) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	row, err := c.check(d, r0, r1)
+	if err != nil {
+		return err
+	}
+	if len(parts) != 1 {
+		return fmt.Errorf("%s: %d parts, want 1", c, len(parts))
+	}
+	blocks := (r1 - r0) * (d.Cols / c.block.Elements) // bounded by Rows·Cols, checked
+	if err := need(c.name+" data", r1-r0, row, len(parts[0])); err != nil {
+		return err
+	}
+	if err := need(c.name+" output", blocks, c.block.Elements, len(dst)); err != nil {
+		return err
+	}
+	src, bn, en := parts[0], c.block.Bytes, c.block.Elements
+	for i := range blocks {
+		c.decode(src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en])
+	}
+	return nil
+}
+
+// f16At is the IEEE half at b[0:2] as float32 (GGML_FP16_TO_FP32).
+func f16At(b []byte) float32 { return F16ToFloat32(binary.LittleEndian.Uint16(b)) }

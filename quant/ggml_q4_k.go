@@ -1,0 +1,38 @@
+package quant
+
+import "github.com/ckptcheck/ckptcheck/tensorfile"
+
+var _ = registerGGML(tensorfile.Q4_K, decodeQ4K)
+
+// decodeQ4K is dequantize_row_q4_K: block_q4_K {half d, dmin; uint8
+// scales[12]; uint8 qs[128]}, 8 sub-blocks of 32 values with 6-bit scales
+// and mins (get_scale_min_k4): (d·sc)·q − dmin·m, each product rounded.
+func decodeQ4K(b []byte, y []float32) {
+	d, dmin := f16At(b), f16At(b[2:])
+	scales, qs := b[4:16], b[16:144]
+	k := 0
+	for j := 0; j < 8; j += 2 {
+		sc1, m1 := scaleMinK4(j, scales)
+		sc2, m2 := scaleMinK4(j+1, scales)
+		d1, min1 := d*float32(sc1), dmin*float32(m1)
+		d2, min2 := d*float32(sc2), dmin*float32(m2)
+		q := qs[16*j : 16*j+32]
+		for _, v := range q {
+			y[k] = float32(d1*float32(v&0xF)) - min1
+			k++
+		}
+		for _, v := range q {
+			y[k] = float32(d2*float32(v>>4)) - min2
+			k++
+		}
+	}
+}
+
+// scaleMinK4 is get_scale_min_k4: sub-block j's 6-bit scale and min out of
+// the 12 packed bytes of a Q4_K or Q5_K block.
+func scaleMinK4(j int, q []byte) (sc, m uint8) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return (q[j+4] & 0xF) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
+}

@@ -1,0 +1,146 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/gguf"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// ggufFinding is the finding of a GGUF shard's format error: its gguf_*
+// code, the tensor it is about, the metadata key in the message.
+func ggufFinding(s *checkpoint.Shard) (Finding, bool) {
+	var fe *gguf.FormatError
+	if !errors.As(s.Err, &fe) {
+		return Finding{}, false
+	}
+	msg := fe.Msg
+	if fe.Key != "" {
+		msg = fmt.Sprintf("key %q: %s", fe.Key, msg)
+	}
+	if fe.Offset >= 0 {
+		msg += fmt.Sprintf(" (at byte %d)", fe.Offset)
+	}
+	return Finding{Code: GGUFFormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: msg}, true
+}
+
+// isGGUF reports a readable GGUF shard.
+func isGGUF(s *checkpoint.Shard) bool {
+	_, ok := s.Header.(*gguf.File)
+	return ok && s.File != nil
+}
+
+// inspectFile adds the tensors of a shard of a format other than
+// safetensors (a GGUF file), through the format-neutral tensorfile.File:
+// a block-encoded tensor is counted under its encoding ("Q4_K").
+func (ins *Inspection) inspectFile(s *checkpoint.Shard, match func(string) bool) {
+	ins.Totals.Files++
+	for k, v := range s.File.Meta() {
+		if ins.Totals.Metadata == nil {
+			ins.Totals.Metadata = map[string]string{}
+		}
+		ins.Totals.Metadata[k] = v
+	}
+	for _, t := range tensorfile.Tensors(s.File) {
+		if !match(t.Name) {
+			continue
+		}
+		n, _ := t.NumElements()
+		row := TensorRow{Name: t.Name, DType: t.DType, Shape: t.Shape, Parameters: n, Bytes: uint64(t.Size), File: s.Name}
+		if t.Encoding != 0 {
+			row.Encoding = t.Encoding.String()
+		}
+		ins.Tensors = append(ins.Tensors, row)
+		ins.add(row.Type(), n, row.Bytes)
+	}
+}
+
+// headChecked lists the architectures whose attn_q/attn_k/attn_v rows are
+// head_count·key_length, head_count_kv·key_length, head_count_kv·value_length
+// (others fuse QKV or gate their queries).
+var headChecked = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true, "qwen3moe": true, "gemma2": true, "gemma3": true}
+
+// ggufMetadata checks a GGUF file's metadata against its tensors: the block
+// count against the blk.N layers present, the embedding length against
+// token_embd, and the head counts against the attention shapes, which
+// llama.cpp trusts when it builds the graph.
+func ggufMetadata(s *checkpoint.Shard) []Finding {
+	f, ok := s.Header.(*gguf.File)
+	if !ok || f.Architecture() == "" {
+		return nil
+	}
+	arch := f.Architecture()
+	u := func(key string) (uint64, bool) {
+		v, ok := f.Lookup(arch + "." + key)
+		if !ok {
+			return 0, false
+		}
+		return v.Uint()
+	}
+	var out []Finding
+	bad := func(key, msg string, args ...any) {
+		out = append(out, Finding{Code: CodeGGUFMetadataMismatch, Severity: Error, File: s.Path, Key: key, Message: fmt.Sprintf(msg, args...)})
+	}
+	layers := map[uint64]bool{}
+	shapes := map[string][]uint64{}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		shapes[t.Name] = t.Shape()
+		if rest, ok := strings.CutPrefix(t.Name, "blk."); ok {
+			if n, err := strconv.ParseUint(rest[:max(strings.IndexByte(rest, '.'), 0)], 10, 32); err == nil {
+				layers[n] = true
+			}
+		}
+	}
+	if blocks, ok := u("block_count"); ok && len(layers) > 0 {
+		top := slices.Max(slices.Collect(maps.Keys(layers)))
+		if uint64(len(layers)) != blocks || top+1 != blocks {
+			bad("", "%s.block_count is %d, but the tensors hold %d layers (blk.0 … blk.%d)", arch, blocks, len(layers), top)
+		}
+	}
+	embd, hasEmbd := u("embedding_length")
+	if e := shapes["token_embd.weight"]; hasEmbd && len(e) == 2 && e[1] != embd {
+		bad("token_embd.weight", "%s.embedding_length is %d, but token_embd.weight is %s", arch, embd, tensorfile.FormatShape(e))
+	}
+	heads, ok := u("attention.head_count")
+	if !ok || heads == 0 || !headChecked[arch] {
+		return out
+	}
+	kvHeads, ok := u("attention.head_count_kv")
+	if !ok {
+		kvHeads = heads
+	}
+	keyLen, ok := u("attention.key_length")
+	if !ok && hasEmbd {
+		keyLen = embd / heads
+	}
+	valLen, ok := u("attention.value_length")
+	if !ok {
+		valLen = keyLen
+	}
+	for _, c := range []struct {
+		name         string
+		rows         uint64
+		what         string
+		heads, width uint64
+	}{
+		{"attn_q", heads * keyLen, "head_count × key_length", heads, keyLen},
+		{"attn_k", kvHeads * keyLen, "head_count_kv × key_length", kvHeads, keyLen},
+		{"attn_v", kvHeads * valLen, "head_count_kv × value_length", kvHeads, valLen},
+	} {
+		for _, l := range slices.Sorted(maps.Keys(layers)) {
+			name := "blk." + strconv.FormatUint(l, 10) + "." + c.name + ".weight"
+			if sh := shapes[name]; len(sh) == 2 && sh[0] != c.rows {
+				bad(name, "%s is %s, but the metadata's %s is %d × %d = %d rows", name, tensorfile.FormatShape(sh), c.what, c.heads, c.width, c.rows)
+				break // one finding a projection, not one a layer
+			}
+		}
+	}
+	return out
+}
