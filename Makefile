@@ -7,17 +7,22 @@ TOOLS   := tools
 FUZZTIME ?= 10s
 # make dist: where the release binaries go, and for which platforms.
 DIST    ?= dist
-PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 # make image: the container engine (docker or podman) and the tag.
 ENGINE  ?= $(shell command -v docker >/dev/null 2>&1 && echo docker || echo podman)
 IMAGE   ?= ckptcheck:dev
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 # make dist: the version stamped in, from the VCS state.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+# make wheel: where the wheels go; the commit count makes a clone without
+# tags 0.0.0.devN; METADATA's License field.
+WHEELS  ?= $(DIST)/wheels
+COMMITS ?= $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+WHEEL_LICENSE ?= UNKNOWN
 # make e2e: where the screenshot, PDF and page are kept.
 E2E_ARTIFACTS ?= $(or $(TMPDIR),/tmp)/ckptcheck-e2e
 
-.PHONY: all build test bench fuzz lint testdata clean e2e image dist dist-check e2e-slurm
+.PHONY: all build test bench fuzz lint testdata clean e2e image dist dist-check e2e-slurm wheel wheel-zip wheel-check wheel-e2e
 
 all: build
 
@@ -61,7 +66,8 @@ fuzz:
 	  done; \
 	done
 
-# gofmt, go vet and staticcheck on both modules. staticcheck is pinned in
+# gofmt, go vet (the main module for Windows too: the release builds it)
+# and staticcheck on both modules. staticcheck is pinned in
 # tools/go.mod as a tool, so every machine runs the same version; go tool -n
 # builds it there and prints its path, and it then checks each module with
 # that module's own dependency versions.
@@ -69,6 +75,7 @@ lint:
 	@out=$$(gofmt -l . | grep -v '^testdata/[^g]' || true); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... ./testdata/gen
+	GOOS=windows $(GO) vet ./...
 	$(GO) -C $(TOOLS) vet ./...
 	@set -e; staticcheck=$$($(GO) -C $(TOOLS) tool -n staticcheck); \
 	  echo "staticcheck ./... ./testdata/gen"; $$staticcheck ./... ./testdata/gen; \
@@ -112,9 +119,10 @@ dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; echo "dist: $$os/$$arch"; \
+	  exe=; [ $$os = windows ] && exe=.exe; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=auto \
 	    -ldflags="-s -w -buildid= -X main.versionStamp=$(VERSION)" \
-	    -o $(DIST)/ckptcheck-$$os-$$arch ./cmd/ckptcheck; \
+	    -o $(DIST)/ckptcheck-$$os-$$arch$$exe ./cmd/ckptcheck; \
 	done
 	cd $(DIST) && sha256sum ckptcheck-* > SHA256SUMS && cat SHA256SUMS
 
@@ -127,6 +135,37 @@ dist-check:
 	  GOCACHE=$$tmp/cache GOFLAGS=-modcacherw $(MAKE) --no-print-directory -C $$tmp/src/tree dist DIST=$$tmp/b >/dev/null; \
 	  if cmp -s $$tmp/a/SHA256SUMS $$tmp/b/SHA256SUMS; then echo "dist-check: two builds are byte-identical:"; cat $$tmp/a/SHA256SUMS; \
 	  else echo "dist-check: the builds differ:"; diff $$tmp/a/SHA256SUMS $$tmp/b/SHA256SUMS; exit 1; fi
+
+# Python wheels, one per platform of $(PLATFORMS): make dist's binaries
+# zipped (not built again) with the Python package python/ckptcheck, by
+# tools/wheel. wheel-zip zips what $(DIST) already holds.
+wheel: dist
+	@$(MAKE) --no-print-directory wheel-zip VERSION='$(VERSION)'
+
+wheel-zip:
+	rm -rf $(WHEELS)
+	$(GO) -C $(TOOLS) run ./wheel -dist $(abspath $(DIST)) -out $(abspath $(WHEELS)) \
+	  -python $(abspath python/ckptcheck) -readme $(abspath README.md) \
+	  -version '$(VERSION)' -commits $(COMMITS) -platforms '$(PLATFORMS)' -license '$(WHEEL_LICENSE)'
+	$(GO) -C $(TOOLS) run ./wheel -verify $(abspath $(WHEELS))/*.whl
+
+# Reproducibility of the wheels: build the release once, zip it twice (the
+# second time in another time zone and umask), compare the bytes, and check
+# every wheel (RECORD digests, the binary's format and architecture).
+wheel-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  $(MAKE) --no-print-directory dist DIST=$$tmp/dist >/dev/null; \
+	  $(MAKE) --no-print-directory wheel-zip DIST=$$tmp/dist WHEELS=$$tmp/a >/dev/null; \
+	  (umask 077; TZ=Pacific/Kiritimati $(MAKE) --no-print-directory wheel-zip DIST=$$tmp/dist WHEELS=$$tmp/b >/dev/null); \
+	  (cd $$tmp/a && sha256sum *.whl) > $$tmp/a.sums; (cd $$tmp/b && sha256sum *.whl) > $$tmp/b.sums; \
+	  if [ $$(wc -l < $$tmp/a.sums) -eq $$(echo $(PLATFORMS) | wc -w) ] && cmp -s $$tmp/a.sums $$tmp/b.sums; then \
+	    echo "wheel-check: two zips are byte-identical:"; cat $$tmp/a.sums; \
+	  else echo "wheel-check: the wheels differ:"; diff $$tmp/a.sums $$tmp/b.sums; exit 1; fi
+
+# The wheel for this machine installed in a fresh venv: the command, the
+# Python API, the uninstall (see .ci/wheel-e2e).
+wheel-e2e:
+	bash .ci/wheel-e2e
 
 clean:
 	rm -rf bin $(DIST)

@@ -20,6 +20,13 @@ var configFlag = &cli.StringFlag{
 	TakesFile: true,
 }
 
+// noConfigFlag ignores .ckptcheck.yaml: a script or a library calling
+// ckptcheck gets the same verdict in any working directory.
+var noConfigFlag = &cli.BoolFlag{
+	Name:  "no-config",
+	Usage: "ignore " + config.FileName + " in the working directory (a script's run does not depend on where it runs)",
+}
+
 // baselineKey is where applyConfig leaves the baseline for emit.
 const baselineKey = "ckptcheck.baseline"
 
@@ -28,6 +35,12 @@ const baselineKey = "ckptcheck.baseline"
 // baseline for emit.
 func applyConfig(_ context.Context, cmd *cli.Command) (context.Context, error) {
 	path := cmd.String("config")
+	if cmd.Bool("no-config") {
+		if path != "" {
+			return nil, usageError("--config and --no-config contradict each other")
+		}
+		return nil, nil
+	}
 	if path == "" {
 		if _, err := os.Stat(config.FileName); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -80,7 +93,7 @@ func schemaOf(root *cli.Command) config.Schema {
 		for _, f := range c.Flags {
 			_, repeatable := f.(*cli.StringSliceFlag)
 			for _, n := range f.Names() {
-				if len(n) > 1 && n != "help" && n != "config" {
+				if len(n) > 1 && n != "help" && n != "config" && n != "no-config" {
 					flags[n] = repeatable
 				}
 			}
@@ -98,7 +111,7 @@ func schemaOf(root *cli.Command) config.Schema {
 var pristine = map[cli.Flag]cli.Flag{}
 
 func init() {
-	for _, f := range []cli.Flag{formatFlag, failOnFlag, verboseFlag, configFlag} {
+	for _, f := range []cli.Flag{formatFlag, failOnFlag, verboseFlag, configFlag, noConfigFlag} {
 		pristine[f] = copyFlag(f)
 	}
 }

@@ -168,4 +168,44 @@ func TestConfigFile(t *testing.T) {
 	if code, _, stderr := ckptcheck(t, "diff", "--config", "absent.yaml", pub, exp); code != 2 || !strings.Contains(stderr, "absent.yaml") {
 		t.Errorf("absent --config: exit %d, %q", code, stderr)
 	}
+	// --no-config: the bad file in the working directory is not read.
+	if code, _, stderr := ckptcheck(t, "diff", "--no-config", pub, exp); code != 1 {
+		t.Errorf("--no-config: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := ckptcheck(t, "validate", "--no-config", "--config", other, pub); code != 2 || !strings.Contains(stderr, "contradict") {
+		t.Errorf("--no-config with --config: exit %d, %q", code, stderr)
+	}
+}
+
+// TestDoubleDash: every argument after -- is a path, even one that looks
+// like a flag, for every command that takes paths.
+func TestDoubleDash(t *testing.T) {
+	pub, _ := filepath.Abs("../../testdata/published")
+	exp, _ := filepath.Abs("../../testdata/exported")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	tests := []struct {
+		args []string
+		code int
+		want string // on stderr, or in the report
+	}{
+		{[]string{"diff", "--", pub, exp}, 1, "missing_key"},
+		{[]string{"diff", "--format", "json", "--", pub, exp}, 1, `"schema"`},
+		{[]string{"diff", pub, "--", "--html=x"}, 2, "--html=x"},
+		{[]string{"diff", "--", "--values", exp}, 2, "--values"},
+		{[]string{"validate", "--", pub, "--format"}, 2, "--format: "},
+		{[]string{"validate", "--no-config", "--", pub}, 0, "OK"},
+		{[]string{"inspect", "--", "--help"}, 2, "--help"},
+		{[]string{"manifest", "--", "-x"}, 2, "-x"},
+		{[]string{"merge", "--", "--part.json"}, 2, "--part.json"},
+	}
+	for _, tt := range tests {
+		code, out, stderr := ckptcheck(t, tt.args...)
+		if code != tt.code || !strings.Contains(out+stderr, tt.want) {
+			t.Errorf("%q: exit %d, want %d and %q\n%s%s", tt.args, code, tt.code, tt.want, out, stderr)
+		}
+	}
+	if _, err := os.Stat("x"); err == nil {
+		t.Error("a path after -- was taken for --html")
+	}
 }

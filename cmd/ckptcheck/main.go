@@ -114,8 +114,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	for _, c := range app.Commands {
 		c.OnUsageError = app.OnUsageError // one line on stderr, not the help page
 		c.DisableSliceFlagSeparator = true
-		c.Flags = freshFlags(append(c.Flags, configFlag))
-		c.Before = applyConfig // .ckptcheck.yaml or --config: flag defaults, baseline
+		c.Flags = freshFlags(append(c.Flags, configFlag, noConfigFlag))
+		c.Before = applyConfig // .ckptcheck.yaml or --config: flag defaults, baseline; --no-config: none
 	}
 	return app
 }
