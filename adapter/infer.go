@@ -118,7 +118,9 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 				return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
 					opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
 			}
-			transposes = transposes || slices.ContainsFunc(inf.cands[x], func(c candidate) bool { return c.kind == opTranspose })
+			// A side stores matrices transposed when a template can only
+			// be a transpose.
+			transposes = transposes || len(inf.cands[x]) > 0 && !slices.ContainsFunc(inf.cands[x], func(c candidate) bool { return c.kind != opTranspose })
 		}
 		if pass == 0 && !transposes {
 			break // no matrix is stored transposed: square ones are not either

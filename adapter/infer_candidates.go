@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // A target is one published template a candidate makes, with its rows in
@@ -254,23 +252,12 @@ func (inf *Inference) splits(rows uint64, pubs []int) []candidate {
 	return out
 }
 
-func targetsOf(c candidate) []int {
-	out := make([]int, len(c.targets))
-	for i, t := range c.targets {
-		out[i] = t.pub
-	}
-	return out
-}
-
 // swapped reports shapes that differ only by their last two dimensions
 // swapped.
 func swapped(a, b []uint64) bool {
 	n := len(a)
 	return n >= 2 && len(b) == n && !slices.Equal(a, b) && slices.Equal(a[:n-2], b[:n-2]) && a[n-2] == b[n-1] && a[n-1] == b[n-2]
 }
-
-// shapeOf formats a shape, for reports.
-func shapeOf(s []uint64) string { return safetensors.FormatShape(s) }
 
 // square reports a matrix (or stack of them) whose last two dimensions agree.
 func square(s []uint64) bool { return len(s) >= 2 && s[len(s)-1] == s[len(s)-2] }
