@@ -37,6 +37,10 @@ type SideOptions struct {
 	Fixed bool
 	// Extra runs after the side's adapter (custom renames, --strip-prefix).
 	Extra adapter.Chain
+	// Infer, on the exported side, infers its adapter from the two headers
+	// and samples of the values where the shapes leave candidates open
+	// (see adapter.Infer); the inferred adapter is then the side's chain.
+	Infer bool
 }
 
 // DiffOptions says how to read the two sides and what to demand of them.
@@ -92,6 +96,8 @@ type Comparison struct {
 	notCompared map[string]string
 	// quant is each side's quantization (published, exported).
 	quant [2]quantSide
+	// Inference is the exported side's inferred mapping, when inferred.
+	Inference *adapter.Inference
 }
 
 // Tie is what is known of tie_word_embeddings and where it came from.
@@ -167,6 +173,14 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	// Most exports need no adapter: when every exported name is a published
 	// one as they stand, no adapter can match more of them, and the
 	// candidates need not be looked for.
+	if sideOpts[1].Infer {
+		inf, a, err := inferExported(d.Published, d.Exported, physical, env, true)
+		if err != nil {
+			return nil, err
+		}
+		d.Inference = inf
+		sideOpts[1].Chain, sideOpts[1].Fixed = adapter.Chain{a}, true
+	}
 	for i, so := range sideOpts {
 		if so.Fixed {
 			candidates[i] = []adapter.Chain{so.Chain.Then(so.Extra)}
@@ -219,7 +233,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d.Findings = append(d.Findings, structural...)
+	d.Findings = append(d.Findings, d.inferenceNotes(structural)...)
 	d.Findings = append(d.Findings, overlapHint(d.Published.View, d.Exported.View, common)...)
 	d.Findings = d.recognise(d.Findings, common == len(d.Exported.View.Tensors))
 	d.Findings = append(d.Findings, files...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 
@@ -28,6 +29,7 @@ func diffCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
+			&cli.StringFlag{Name: "write-adapter", Usage: "write the adapter inferred with --adapter exported=infer to `FILE`, created fresh (never overwritten), for review and --adapter-file", TakesFile: true},
 			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
 			&cli.StringFlag{Name: "explain", Usage: "print how `KEY` (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
 			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove `PREFIX` from exported names (repeatable, applied in order)"},
@@ -105,6 +107,16 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	}
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
+	if d.Inference != nil {
+		inputs[1].Adapter = "infer"
+		if err := writeInferred(cmd, d.Inference.Text()); err != nil {
+			return err
+		}
+		if cmd.String("explain") == "inferred" {
+			_, err := fmt.Fprint(cmd.Root().Writer, d.Inference.Text())
+			return err
+		}
+	}
 	if key := cmd.String("explain"); key != "" {
 		if cmd.String("html") != "" {
 			return usageError("--html does not go with --explain")
@@ -238,6 +250,13 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 			side.Fixed = false
 			continue
 		}
+		if chain == "infer" {
+			if side != &opt.Exported {
+				return opt, usageError("--adapter %q: inference maps the exported side onto the published one; use exported=infer", spec)
+			}
+			side.Infer, side.Fixed = true, false
+			continue
+		}
 		c, err := reg.ParseChain(chain)
 		if err != nil {
 			return opt, usageError("--adapter: %v", err)
@@ -277,4 +296,23 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 		opt.DType = &d
 	}
 	return opt, nil
+}
+
+// writeInferred writes the inferred adapter to --write-adapter's file,
+// which must not exist: an input (an adapter file, a checkpoint) is never
+// overwritten.
+func writeInferred(cmd *cli.Command, text string) error {
+	path := cmd.String("write-adapter")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("--write-adapter: %v (the file is created fresh, never overwritten)", err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return fmt.Errorf("--write-adapter %s: %v", path, err)
+	}
+	return f.Close()
 }

@@ -1,0 +1,559 @@
+package adapter
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// Bounds of inference. Its work grows with the templates of the two sides
+// and the candidates between them, never with layers x experts: a hostile
+// header of thousands of distinct, shape-alike names stops at these.
+const (
+	// DefaultMaxTemplates is the distinct name templates a side may have.
+	DefaultMaxTemplates = 2048
+	// DefaultMaxCandidates is the candidate layouts of all exported
+	// templates together.
+	DefaultMaxCandidates = 1 << 14
+	// MaxSampleBytes bounds the values sampled, both sides, all
+	// candidates: a few MiB even for a 600B model.
+	MaxSampleBytes = 4 << 20
+	// sampleRows and sampleCols are the block read of each sample: the
+	// first rows and columns of the tensor's first matrix.
+	sampleRows, sampleCols = 16, 256
+	// MatchBound is the largest relative L2 distance, ||e-p|| / ||p||, at
+	// which a sample counts as the same tensor (the drift bound of a
+	// fine-tune); a candidate also has to be clearly nearer than every
+	// other (see Settle).
+	MatchBound = 0.25
+)
+
+// InferOptions bound inference and say what it was inferred from.
+type InferOptions struct {
+	MaxTemplates, MaxCandidates int // 0: the defaults
+	// From says what the two sides were, for the covers line of the
+	// written adapter ("published X, exported Y").
+	From string
+}
+
+// An Inference is the mapping of an exported checkpoint's names onto a
+// published one's, found from the two headers (Infer) and, where the
+// shapes leave several candidates, from samples of their values (Samples,
+// Settle). It is written as an adapter in the rule language (Text,
+// Adapter), so the diff reads it as it reads a preset.
+type Inference struct {
+	pubInfo, expInfo []safetensors.TensorInfo
+	pub, exp         []*nameTemplate
+	env              inferEnv
+	rawEnv           Env
+	opt              InferOptions
+	cands            [][]candidate // per exported template
+	chosen           []int         // per exported template: the candidate taken, or -1
+	why              []string      // per exported template left unmapped: why
+	samples          []Sample
+	settled          bool
+	sampleBytes      int64
+}
+
+// A Sample is one question values answer: a block of the published tensor
+// and the same block of the exported tensor as one candidate would make
+// it. The caller reads both (Rows x Cols at the start of each tensor's
+// first matrix; see Block) into Pub and Exp and calls Settle.
+type Sample struct {
+	// Published and Exported are logical tensors whose segments index the
+	// tensors given to Infer (published and exported respectively).
+	Published, Exported Tensor
+	Rows, Cols          uint64
+	Pub, Exp            []float64
+	cands               []int // exported template, candidate pairs, flattened
+}
+
+// Block is the element block a sample reads of a tensor of this shape:
+// its first rows and columns, of the first matrix (leading indices 0); a
+// vector is one row.
+func Block(shape []uint64) (rows, cols uint64) {
+	switch len(shape) {
+	case 0:
+		return 1, 1
+	case 1:
+		return 1, min(shape[0], sampleRows*sampleCols)
+	}
+	return min(shape[len(shape)-2], sampleRows), min(shape[len(shape)-1], sampleCols)
+}
+
+// Infer finds, from names and shapes alone, how the exported tensors map
+// onto the published ones. Names are cut into dotted segments; numeric
+// segments are indices; tensors that differ only in their indices form a
+// template, and templates are matched by instance count, index structure
+// and shape: renames, transposes, splits along dim 0 (per key/value group
+// with the config's heads), unstacked expert dimensions, and rotary row
+// permutations with the config's heads. Where the names agree too
+// (wrapper segments and prefixes aside) the layout is the published one.
+// What shapes leave open is listed by Samples. env is the config, for
+// heads and head_dim.
+func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptions) (*Inference, error) {
+	opt.MaxTemplates = cmp.Or(opt.MaxTemplates, DefaultMaxTemplates)
+	opt.MaxCandidates = cmp.Or(opt.MaxCandidates, DefaultMaxCandidates)
+	inf := &Inference{pubInfo: published, expInfo: exported, env: inferEnvOf(env), rawEnv: env, opt: opt}
+	var err error
+	if inf.pub, err = templatesOf(published, opt.MaxTemplates); err != nil {
+		return nil, fmt.Errorf("published: %v", err)
+	}
+	if inf.exp, err = templatesOf(exported, opt.MaxTemplates); err != nil {
+		return nil, fmt.Errorf("exported: %v", err)
+	}
+	inf.cands = make([][]candidate, len(inf.exp))
+	total := 0
+	transposes := false
+	for pass := range 2 {
+		for x := range inf.exp {
+			inf.cands[x] = inf.candidatesFor(x, transposes)
+			total += len(inf.cands[x])
+			if total > opt.MaxCandidates {
+				return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
+					opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
+			}
+			// A side stores matrices transposed when a template can only
+			// be a transpose.
+			transposes = transposes || len(inf.cands[x]) > 0 && !slices.ContainsFunc(inf.cands[x], func(c candidate) bool { return c.kind != opTranspose })
+		}
+		if pass == 0 && !transposes {
+			break // no matrix is stored transposed: square ones are not either
+		}
+		total = 0
+	}
+	inf.resolveByHeaders()
+	inf.makeSamples()
+	return inf, nil
+}
+
+// resolveByHeaders takes what the names and shapes settle: a candidate
+// whose names agree, then, repeatedly, the only candidate of a template,
+// which no other template may then take.
+func (inf *Inference) resolveByHeaders() {
+	inf.chosen = make([]int, len(inf.exp))
+	inf.why = make([]string, len(inf.exp))
+	claimed := map[int]int{} // published template → exported
+	for x, cs := range inf.cands {
+		inf.chosen[x] = -1
+		if k := slices.IndexFunc(cs, func(c candidate) bool { return c.named }); k >= 0 {
+			inf.cands[x] = cs[k : k+1]
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for x, cs := range inf.cands {
+			if inf.chosen[x] >= 0 || len(cs) != 1 {
+				continue
+			}
+			inf.chosen[x] = 0
+			changed = true
+			for _, t := range cs[0].targets {
+				claimed[t.pub] = x
+			}
+			for y := range inf.cands {
+				if y != x && inf.chosen[y] < 0 {
+					inf.cands[y] = slices.DeleteFunc(inf.cands[y], func(c candidate) bool {
+						return c.covers(cs[0].targets[0].pub) || slices.ContainsFunc(cs[0].targets, func(t target) bool { return c.covers(t.pub) })
+					})
+				}
+			}
+		}
+	}
+	inf.dropConflicts()
+}
+
+// dropConflicts unmaps templates that claim the same published template.
+func (inf *Inference) dropConflicts() {
+	by := map[int][]int{}
+	for x, k := range inf.chosen {
+		if k >= 0 {
+			for _, t := range inf.cands[x][k].targets {
+				by[t.pub] = append(by[t.pub], x)
+			}
+		}
+	}
+	for p, xs := range by {
+		if len(xs) < 2 {
+			continue
+		}
+		for _, x := range xs {
+			inf.chosen[x] = -1
+			inf.why[x] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+		}
+	}
+}
+
+// makeSamples lists a sample per candidate of each open template, for its
+// first and last instance: one layer settles the template, two catch a
+// layer whose tensor is another's.
+func (inf *Inference) makeSamples() {
+	pubByName := make(map[string]int, len(inf.pubInfo))
+	for i, t := range inf.pubInfo {
+		if _, dup := pubByName[t.Name]; !dup {
+			pubByName[t.Name] = i
+		}
+	}
+	for x, cs := range inf.cands {
+		if inf.chosen[x] >= 0 || len(cs) < 2 {
+			continue
+		}
+		xt := inf.exp[x]
+		ms := []member{xt.members[0]}
+		if n := len(xt.members); n > 1 {
+			ms = append(ms, xt.members[n-1])
+		}
+		for k := range cs {
+			for _, m := range ms {
+				a, err := Parse("inferred", "name c\n"+inf.ruleText(&cs[k]))
+				if err != nil {
+					continue
+				}
+				v := Chain{a}.Apply(inf.expInfo[m.tensor:m.tensor+1], inf.rawEnv)
+				for _, t := range v.Tensors {
+					p, ok := pubByName[t.Name]
+					if !ok || !slices.Equal(inf.pubInfo[p].Shape, t.Shape) {
+						continue
+					}
+					for i := range t.Segments {
+						t.Segments[i].Source = m.tensor
+					}
+					pt := inf.pubInfo[p]
+					pub := Tensor{Name: pt.Name, DType: pt.DType, Shape: pt.Shape, Source: pt.Name, Segments: []Segment{{Source: p, Length: pt.Size()}}}
+					rows, cols := Block(t.Shape)
+					inf.samples = append(inf.samples, Sample{Published: pub, Exported: t, Rows: rows, Cols: cols, cands: []int{x, k}})
+				}
+			}
+		}
+	}
+}
+
+// Samples lists the samples that would settle the templates the headers
+// leave open. The caller reads them in order, within MaxSampleBytes in
+// all (each side's Rows x Cols elements, at the dtype's size; those it
+// does not read stay empty and settle nothing), and hands them to Settle.
+func (inf *Inference) Samples() []Sample { return inf.samples }
+
+// Settle decides the open templates by their samples: a candidate whose
+// samples all lie within MatchBound and that is clearly nearer than every
+// other (at a quarter of their distance or less) is taken; a template
+// whose candidates all fit as well (tensors that are all equal, norms
+// initialised to 1) or none fits stays unmapped, and the report says so.
+func (inf *Inference) Settle(samples []Sample) {
+	inf.settled = true
+	dist := map[[2]int]float64{}
+	for _, s := range samples {
+		if len(s.cands) != 2 {
+			continue
+		}
+		key := [2]int{s.cands[0], s.cands[1]}
+		d := math.Inf(1)
+		if len(s.Pub) > 0 && len(s.Pub) == len(s.Exp) {
+			d = distance(s.Pub, s.Exp)
+			inf.sampleBytes += int64(len(s.Pub)*s.Published.DType.Bits()/8 + len(s.Exp)*s.Exported.DType.Bits()/8)
+		}
+		if old, ok := dist[key]; !ok || d > old || math.IsNaN(d) {
+			dist[key] = d
+		}
+	}
+	for x, cs := range inf.cands {
+		if inf.chosen[x] >= 0 || len(cs) < 2 {
+			continue
+		}
+		best, second := -1, math.Inf(1)
+		bd := math.Inf(1)
+		for k := range cs {
+			d, ok := dist[[2]int{x, k}]
+			if !ok || math.IsNaN(d) {
+				d = math.Inf(1)
+			}
+			cs[k].score, cs[k].scored = d, ok
+			if d < bd {
+				best, second, bd = k, bd, d
+			} else if d < second {
+				second = d
+			}
+		}
+		switch {
+		case best < 0 || bd > MatchBound:
+			inf.why[x] = "no candidate's sampled values are near the published ones"
+		case second <= max(4*bd, 1e-6):
+			inf.why[x] = whySeveral
+		default:
+			inf.chosen[x] = best
+		}
+	}
+	inf.dropConflicts()
+}
+
+const whySeveral = "the sampled values fit several candidates as well (equal or constant tensors): values cannot settle it"
+
+// distance is ||e - p|| / ||p|| (0 when both are zero).
+func distance(p, e []float64) float64 {
+	var diff, norm float64
+	for i := range p {
+		d := e[i] - p[i]
+		diff += d * d
+		norm += p[i] * p[i]
+	}
+	switch {
+	case diff == 0:
+		return 0
+	case norm == 0:
+		return math.Inf(1)
+	}
+	return math.Sqrt(diff / norm)
+}
+
+// captureOf names the capture of index dimension k.
+func captureOf(k int) string { return "{i" + strconv.Itoa(k) + "}" }
+
+// patternOf writes a template as a rule pattern, index k captured as {ik}.
+func patternOf(t *nameTemplate) string {
+	segs := slices.Clone(t.segs)
+	for k, at := range t.at {
+		segs[at] = captureOf(k)
+	}
+	return strings.Join(segs, ".")
+}
+
+// destOf writes published template t as a rule template for candidate c:
+// its index dimensions take the exported captures in order, the expert
+// dimension of an unstack {e}.
+func destOf(t *nameTemplate, c *candidate) string {
+	segs := slices.Clone(t.segs)
+	k := 0
+	for d, at := range t.at {
+		if c.kind == opUnstack && d == c.expertDim {
+			segs[at] = "{e}"
+			continue
+		}
+		segs[at] = captureOf(k)
+		k++
+	}
+	return strings.Join(segs, ".")
+}
+
+// ruleText writes candidate c as rule lines: its mapping, and, after a
+// "then", the permutations of its targets.
+func (inf *Inference) ruleText(c *candidate) string {
+	stage1, stage2 := inf.ruleLines(c)
+	s := strings.Join(stage1, "\n") + "\n"
+	if len(stage2) > 0 {
+		s += "then\n" + strings.Join(stage2, "\n") + "\n"
+	}
+	return s
+}
+
+func (inf *Inference) ruleLines(c *candidate) (mapping, permutes []string) {
+	src := patternOf(inf.exp[c.exp])
+	var dsts, sizes []string
+	for _, t := range c.targets {
+		dsts = append(dsts, destOf(inf.pub[t.pub], c))
+		sizes = append(sizes, strconv.FormatUint(t.rows, 10))
+		if t.heads > 0 {
+			permutes = append(permutes, fmt.Sprintf("permute %s %s heads=%d", patternOf(inf.pub[t.pub]), patternOf(inf.pub[t.pub]), t.heads))
+		}
+	}
+	var line string
+	switch c.kind {
+	case opRename:
+		line = "rename " + src + " " + dsts[0]
+	case opTranspose:
+		line = "transpose " + src + " " + dsts[0]
+	case opSplit:
+		line = fmt.Sprintf("split %s %s groups=%d sizes=%s", src, strings.Join(dsts, " "), c.groups, strings.Join(sizes, ","))
+	case opUnstack:
+		line = "unstack " + src + " " + strings.Join(dsts, " ")
+		if len(dsts) > 1 {
+			line += " sizes=" + strings.Join(sizes, ",")
+		}
+	}
+	return []string{line}, permutes
+}
+
+// Text writes the inferred mapping as an adapter file that --adapter-file
+// loads: its doc and covers lines say it was inferred and from what, each
+// rule is followed by the exported template it maps, and every template
+// left open is listed as a comment.
+func (inf *Inference) Text() string {
+	var b strings.Builder
+	b.WriteString("# Inferred by ckptcheck from the tensor names and shapes")
+	if inf.settled {
+		b.WriteString(" and sampled values")
+	}
+	b.WriteString(" of two checkpoints.\n# Review every rule before committing it: inference maps what the\n# headers and samples show, not what the framework meant.\n")
+	b.WriteString("name   inferred\n")
+	b.WriteString("doc    inferred from tensor names, shapes")
+	if inf.settled {
+		b.WriteString(" and sampled values")
+	}
+	b.WriteString("; review before use\n")
+	if from := sanitizeText(inf.opt.From); from != "" {
+		b.WriteString("covers inferred from " + from + "\n")
+	}
+	b.WriteString("auto   never\n\n")
+	var permutes []string
+	for x := range inf.exp {
+		k := inf.chosen[x]
+		if k < 0 {
+			continue
+		}
+		m, p := inf.ruleLines(&inf.cands[x][k])
+		b.WriteString(strings.Join(m, "\n") + "\n")
+		permutes = append(permutes, p...)
+	}
+	if len(permutes) > 0 {
+		b.WriteString("\nthen\n" + strings.Join(permutes, "\n") + "\n")
+	}
+	if rep := inf.Report(); len(rep.Ambiguities)+len(rep.Unmapped) > 0 {
+		b.WriteString("\n# Not mapped (see the report):\n")
+		for _, a := range rep.Ambiguities {
+			b.WriteString("#   " + sanitizeText(a.Exported) + ": " + sanitizeText(strings.Join(a.Candidates, " | ")) + "\n")
+		}
+		for _, u := range rep.Unmapped {
+			b.WriteString("#   " + sanitizeText(u.Exported) + ": " + sanitizeText(u.Why) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// sanitizeText makes free text one line of printable characters with no
+// "#", so that it cannot end a comment or start a rule.
+func sanitizeText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '#' || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// Adapter is the inferred mapping as an adapter named "inferred".
+func (inf *Inference) Adapter() (*Adapter, error) {
+	return Parse("inferred", inf.Text())
+}
+
+// An InferReport says what inference mapped and what it left open.
+type InferReport struct {
+	// Templates counts the name templates of each side (published,
+	// exported).
+	Templates [2]int
+	Rules     int // mapping rules written
+	Mapped    int // exported templates mapped
+	// Ambiguities are templates with several candidates left, and what
+	// would settle them.
+	Ambiguities []InferAmbiguity
+	Unmapped    []InferUnmapped
+	SampleBytes int64
+}
+
+// An InferAmbiguity is an exported template the headers (or the samples)
+// leave between candidates.
+type InferAmbiguity struct {
+	Exported   string
+	Candidates []string
+	Settle     string
+}
+
+// An InferUnmapped template has no candidate left, or none that fit.
+type InferUnmapped struct {
+	Exported, Best, Why string
+}
+
+// Report says what was mapped and what was not.
+func (inf *Inference) Report() InferReport {
+	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes}
+	for x, xt := range inf.exp {
+		if k := inf.chosen[x]; k >= 0 {
+			r.Mapped++
+			m, p := inf.ruleLines(&inf.cands[x][k])
+			r.Rules += len(m) + len(p)
+			continue
+		}
+		cs := inf.cands[x]
+		if len(cs) >= 2 && (inf.why[x] == "" || inf.why[x] == whySeveral) {
+			a := InferAmbiguity{Exported: xt.String()}
+			for i := range cs {
+				a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
+			}
+			a.Settle = "the values of one instance would settle it: --adapter exported=infer"
+			if inf.settled {
+				a.Settle = inf.why[x]
+			}
+			r.Ambiguities = append(r.Ambiguities, a)
+			continue
+		}
+		u := InferUnmapped{Exported: xt.String(), Why: inf.why[x]}
+		switch {
+		case !xt.safe:
+			u.Why = "its name holds characters the rule language cannot hold as a word (refused)"
+		case u.Why == "":
+			u.Why = "no published template of its instance count, indices and shape"
+		}
+		if len(cs) > 0 {
+			u.Best = cs[0].describe(inf.pub)
+		} else {
+			u.Best = inf.nearest(xt)
+		}
+		r.Unmapped = append(r.Unmapped, u)
+	}
+	return r
+}
+
+// nearest names the published template most like t: the same shape, else
+// the same instance count.
+func (inf *Inference) nearest(t *nameTemplate) string {
+	for _, p := range inf.pub {
+		if slices.Equal(p.shape, t.shape) {
+			return p.String()
+		}
+	}
+	for _, p := range inf.pub {
+		if p.count() == t.count() {
+			return p.String()
+		}
+	}
+	return ""
+}
+
+// Notes says, for each exported tensor name inference did not map, why
+// and its best candidate.
+func (inf *Inference) Notes() map[string]string {
+	out := map[string]string{}
+	for x, xt := range inf.exp {
+		if inf.chosen[x] >= 0 {
+			continue
+		}
+		note := inf.noteOf(x)
+		for _, m := range xt.members {
+			out[inf.expInfo[m.tensor].Name] = note
+		}
+	}
+	return out
+}
+
+func (inf *Inference) noteOf(x int) string {
+	rep := inf.Report()
+	key := inf.exp[x].String()
+	for _, a := range rep.Ambiguities {
+		if a.Exported == key {
+			return "inference left it between " + strings.Join(a.Candidates, " | ") + "; " + a.Settle
+		}
+	}
+	for _, u := range rep.Unmapped {
+		if u.Exported == key {
+			s := "inference did not map it: " + u.Why
+			if u.Best != "" {
+				s += "; best candidate " + u.Best
+			}
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,171 @@
+package verify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/x448/float16"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// inferExported infers the exported side's adapter from the two headers
+// and, when values is set, from samples of the candidates the headers
+// leave open, read here (the adapter package reads no files): at most
+// adapter.MaxSampleBytes in all.
+func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env adapter.Env, values bool) (*adapter.Inference, *adapter.Adapter, error) {
+	inf, err := adapter.Infer(physical[0], physical[1], env, adapter.InferOptions{
+		From: fmt.Sprintf("published %s and exported %s", pub.Checkpoint.Path, exp.Checkpoint.Path)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--adapter exported=infer: %v", err)
+	}
+	if values {
+		samples := inf.Samples()
+		var budget int64 = adapter.MaxSampleBytes
+		for i := range samples {
+			s := &samples[i]
+			cost := int64(s.Rows*s.Cols) * int64(s.Published.DType.Bits()/8+s.Exported.DType.Bits()/8)
+			if cost > budget {
+				break // the rest settle nothing: reported as ambiguous
+			}
+			p, perr := readBlock(s.Published, pub.Sources, s.Rows, s.Cols)
+			e, eerr := readBlock(s.Exported, exp.Sources, s.Rows, s.Cols)
+			if perr != nil || eerr != nil {
+				continue
+			}
+			budget -= cost
+			s.Pub, s.Exp = p, e
+		}
+		inf.Settle(samples)
+	}
+	a, err := inf.Adapter()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--adapter exported=infer: the inferred adapter does not parse: %v", err)
+	}
+	return inf, a, nil
+}
+
+// readBlock reads the first rows x cols elements of a logical tensor's
+// first matrix (a vector: its first cols elements), as float64.
+func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, error) {
+	es := uint64(t.DType.Bits() / 8)
+	switch t.DType {
+	case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
+	default:
+		return nil, fmt.Errorf("%s: %s values are not sampled", t.Name, t.DType)
+	}
+	out := make([]float64, 0, rows*cols)
+	n := len(t.Shape)
+	if n < 2 {
+		b, err := readLogical(t, srcs, 0, cols*es)
+		if err != nil {
+			return nil, err
+		}
+		return decodeAll(out, b, t.DType), nil
+	}
+	r, c := t.Shape[n-2], t.Shape[n-1]
+	if !t.Transposed {
+		for i := range rows {
+			b, err := readLogical(t, srcs, i*c*es, cols*es)
+			if err != nil {
+				return nil, err
+			}
+			out = decodeAll(out, b, t.DType)
+		}
+		return out, nil
+	}
+	// Stored [c, r]: logical column j is stored row j.
+	stored := make([][]float64, cols)
+	for j := range cols {
+		b, err := readLogical(t, srcs, j*r*es, rows*es)
+		if err != nil {
+			return nil, err
+		}
+		stored[j] = decodeAll(nil, b, t.DType)
+	}
+	for i := range rows {
+		for j := range cols {
+			out = append(out, stored[j][i])
+		}
+	}
+	return out, nil
+}
+
+// readLogical reads n bytes at off of the tensor's segment stream.
+func readLogical(t adapter.Tensor, srcs []Source, off, n uint64) ([]byte, error) {
+	out := make([]byte, 0, n)
+	var base uint64
+	for _, seg := range t.Segments {
+		if n == 0 {
+			break
+		}
+		if off >= base+seg.Length {
+			base += seg.Length
+			continue
+		}
+		within := off - base
+		take := min(n, seg.Length-within)
+		src := srcs[seg.Source]
+		h := src.Shard.Safetensors()
+		if src.Shard.File == nil || h == nil {
+			return nil, fmt.Errorf("%s: shard not readable", t.Name)
+		}
+		buf := make([]byte, take)
+		if _, err := h.DataSection().ReadAt(buf, int64(src.Tensor.DataOffsets[0]+seg.Offset+within)); err != nil {
+			return nil, fmt.Errorf("%s: %v", t.Name, err)
+		}
+		out = append(out, buf...)
+		off, n, base = off+take, n-take, base+seg.Length
+	}
+	if n != 0 {
+		return nil, fmt.Errorf("%s: sample past the tensor's bytes", t.Name)
+	}
+	return out, nil
+}
+
+func decodeAll(out []float64, b []byte, d safetensors.DType) []float64 {
+	switch d {
+	case safetensors.F32:
+		for i := 0; i+4 <= len(b); i += 4 {
+			out = append(out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
+		}
+	case safetensors.F64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			out = append(out, math.Float64frombits(binary.LittleEndian.Uint64(b[i:])))
+		}
+	case safetensors.BF16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			out = append(out, float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[i:]))<<16)))
+		}
+	case safetensors.F16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			out = append(out, float64(float16.Frombits(binary.LittleEndian.Uint16(b[i:])).Float32()))
+		}
+	}
+	return out
+}
+
+// inferenceNotes adds to each unexpected key that inference left unmapped
+// why, and its best candidate; and says, on every finding of a mapped key,
+// that the mapping was inferred.
+func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
+	if d.Inference == nil {
+		return fs
+	}
+	notes := d.Inference.Notes()
+	for i := range fs {
+		f := &fs[i]
+		name := f.Key
+		if f.Physical != "" {
+			name = f.Physical
+		}
+		if note, ok := notes[name]; ok && f.Code == CodeUnexpectedKey {
+			f.Message += "; " + note
+		} else if f.Code == CodeShapeMismatch || f.Code == CodeDTypeMismatch || f.Code == CodeMissingKey {
+			f.Message += " (adapter inferred)"
+		}
+	}
+	return fs
+}

@@ -1,0 +1,138 @@
+package verify
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+)
+
+// inferCase is an upstream layout that has a preset, treated as unseen:
+// --adapter exported=infer must map every tensor the preset maps, with
+// values passing, and the written adapter must give the same report.
+type inferCase struct {
+	name   string
+	model  func() *hfModel
+	export func(m *hfModel) []fixture.Tensor
+	preset string
+	// broken is a negative control: its values must fail, or inference
+	// must leave the tensors unmapped.
+	broken func(m *hfModel) []fixture.Tensor
+}
+
+// matchedKeys lists the published keys the export has under the views.
+func matchedKeys(d *Comparison) []string {
+	var out []string
+	for _, t := range d.Published.View.Tensors {
+		if _, ok := d.Exported.View.Tensor(t.Name); ok {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestInferConventions(t *testing.T) {
+	cases := []inferCase{
+		{"torchtitan qwen3 moe v0.2 names", func() *hfModel { return hfLlama("qwen3_moe", 12) },
+			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG1, experts: 12}) }, "torchtitan-qwen3",
+			func(m *hfModel) []fixture.Tensor {
+				return ttQwen3(m, ttOpts{g: ttG1, experts: 12, order: lexicographic(12)})
+			}},
+		{"torchtitan qwen3 fused wqkv", func() *hfModel { return hfLlama("qwen3", 0) },
+			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG2, fuse: true}) }, "torchtitan-qwen3",
+			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG2, fuse: true, swapKV: true}) }},
+		{"torchtitan llama3 fused wqkv, permuted", func() *hfModel { return hfLlama("llama", 0) },
+			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG2, fuse: true, permute: true}) }, "torchtitan-llama3", nil},
+		{"torchtitan backend moe, gate/up swapped in the control", func() *hfModel { return hfLlama("qwen3_moe", 3) },
+			func(m *hfModel) []fixture.Tensor { return ttBackendMoE(m, 3, true, false) }, "torchtitan-hf", nil},
+		{"megatron TE spec qwen2", func() *hfModel { return hfLlama("qwen2", 0) },
+			func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{}) }, "megatron",
+			func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{plainBias: true}) }},
+		{"hf v5 fused experts", func() *hfModel { return hfLlama("qwen3_moe", v5Experts) },
+			func(m *hfModel) []fixture.Tensor {
+				return m.done(append(v5Fuse(m, "mlp", "mlp", [3]string{"gate_proj", "up_proj", "down_proj"}, false), m.rest()...))
+			}, "hf-v5-fused",
+			func(m *hfModel) []fixture.Tensor {
+				return m.done(append(v5Fuse(m, "mlp", "mlp", [3]string{"gate_proj", "up_proj", "down_proj"}, true), m.rest()...))
+			}},
+		{"nanogpt transposed", func() *hfModel { return gpt2Model("transformer.", false) },
+			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, false) }, "nanogpt",
+			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, true) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.model()
+			pub := writeHFModel(t, m)
+			exp := export(t, c.export(m.clone()), nil)
+			preset := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Chain: mustChain(t, c.preset), Fixed: true}})
+			d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Infer: true}})
+			if d.Inference == nil {
+				t.Fatal("no inference")
+			}
+			text := d.Inference.Text()
+			want, got := matchedKeys(preset), matchedKeys(d)
+			if !slices.Equal(want, got) {
+				t.Fatalf("inferred adapter matches %d keys, the preset %d; missing %v\n%s\n%+v", len(got), len(want), missingFrom(want, got), text, d.Inference.Report())
+			}
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Findings) != 0 || rep.BitIdentical != rep.Compared || rep.Compared < len(want) {
+				t.Errorf("values: %d compared, %d identical; %v\n%s", rep.Compared, rep.BitIdentical, rep.Findings, text)
+			}
+			// The written adapter, loaded back, gives the same report.
+			a, err := adapter.Parse("written.adapter", text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Chain: adapter.Chain{a}, Fixed: true}})
+			if !slices.Equal(matchedKeys(back), got) || len(back.Findings) != len(d.Findings) {
+				t.Errorf("written adapter: %d keys, %d findings; inferred %d keys, %d findings", len(matchedKeys(back)), len(back.Findings), len(got), len(d.Findings))
+			}
+			if c.broken == nil {
+				return
+			}
+			bexp := export(t, c.broken(m.clone()), nil)
+			bd := diffPaths(t, pub, bexp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Infer: true}})
+			brep, err := bd.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := len(brep.Findings) > 0 || slices.ContainsFunc(bd.Findings, func(f Finding) bool { return f.Severity == Error })
+			// A control broken the same way in every layer (k and v swapped,
+			// gate and up swapped, a matrix left untransposed) is, to names
+			// and values, another consistent layout: inference maps it, and
+			// its rules say so where a reviewer reads them. It must not be
+			// the good export's adapter.
+			if !failed && strip(bd.Inference.Text()) == strip(text) {
+				t.Errorf("negative control passed with the good export's adapter: inference explained it away\n%s", bd.Inference.Text())
+			}
+		})
+	}
+}
+
+func missingFrom(want, got []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// strip leaves out an adapter text's covers line (it names the paths).
+func strip(text string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(l, "covers ") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
