@@ -40,7 +40,8 @@ func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 		d.notCompared = keys
 		findings = append(findings, f)
 	}
-	if f, ok := needsAdapter(d.Published.View, d.Exported.View); ok {
+	// GGUF names are llama.cpp's by design: no finding.
+	if f, ok := needsAdapter(d.Published.View, d.Exported.View); ok && !isGGUFCheckpoint(d.Exported.Checkpoint) {
 		findings = append(findings, f)
 	}
 	return findings
