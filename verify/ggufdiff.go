@@ -76,16 +76,20 @@ func isGGML(t adapter.Tensor) bool {
 	return t.Quant != nil && strings.HasPrefix(t.Quant.Codec.String(), "ggml:")
 }
 
+// ggmlShapesDiffer reports a GGUF block-typed tensor whose logical shape
+// is not its counterpart's: a shape_mismatch, its values not compared.
+func ggmlShapesDiffer(p, e adapter.Tensor) bool {
+	ps, es := logicalShape(p), logicalShape(e)
+	return (isGGML(p) || isGGML(e)) && ps != nil && es != nil && !slices.Equal(ps, es)
+}
+
 // ggmlShapeMismatch compares a GGUF block-typed tensor's logical shape with
 // its counterpart's: the block types have no other shape check.
 func ggmlShapeMismatch(p, e adapter.Tensor) (Finding, bool) {
-	if !isGGML(p) && !isGGML(e) {
+	if !ggmlShapesDiffer(p, e) {
 		return Finding{}, false
 	}
 	ps, es := logicalShape(p), logicalShape(e)
-	if ps == nil || es == nil || slices.Equal(ps, es) {
-		return Finding{}, false
-	}
 	return Finding{Code: CodeShapeMismatch, Severity: Error, Key: p.Name, Published: ps, Exported: es,
 		Message: fmt.Sprintf("published %s, exported %s", safetensors.FormatShape(ps), safetensors.FormatShape(es))}, true
 }

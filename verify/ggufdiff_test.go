@@ -133,6 +133,7 @@ type ggufEdit struct {
 	unpermuted bool              // write q/k in HF row order
 	swap       [2]string         // write the data of GGUF tensor [1] as [0]
 	drop       string            // leave this GGUF tensor out
+	halve      string            // write only the first half of this tensor's rows
 	scale      string            // this tensor's block scales ×1.25
 	types      map[string]uint32 // GGML type by GGUF name (default Q8_0 for matrices)
 }
@@ -153,7 +154,11 @@ func tinyGGUFOf(ts []hfTensor, e ggufEdit) w.File {
 		if t.gguf == e.swap[0] {
 			src = byName[e.swap[1]]
 		}
-		v := src.vals
+		v, shape := src.vals, t.shape
+		if t.gguf == e.halve {
+			shape = []uint64{t.shape[0] / 2, t.shape[1]}
+			v = v[:len(v)/2]
+		}
 		if len(t.shape) == 2 && !e.unpermuted && (strings.HasSuffix(t.gguf, "attn_q.weight") || strings.HasSuffix(t.gguf, "attn_k.weight")) {
 			heads := tinyHeads
 			if strings.HasSuffix(t.gguf, "attn_k.weight") {
@@ -161,7 +166,7 @@ func tinyGGUFOf(ts []hfTensor, e ggufEdit) w.File {
 			}
 			v = llamaPermute(v, int(t.shape[0]), int(t.shape[1]), heads)
 		}
-		dims := slices.Clone(t.shape)
+		dims := slices.Clone(shape)
 		slices.Reverse(dims)
 		typ, data := uint32(gguf.TypeF32), fixture.Encode(v, safetensors.F32)
 		if len(t.shape) == 2 {
@@ -232,6 +237,7 @@ func TestDiffGGUF(t *testing.T) {
 			unrelated("model.layers.1.self_attn.k_proj.weight"), unrelated("model.layers.1.self_attn.q_proj.weight"))},
 		{"another layer", ggufEdit{swap: [2]string{"blk.1.ffn_up.weight", "blk.0.ffn_up.weight"}}, unrelated("model.layers.1.mlp.up_proj.weight")},
 		{"missing", ggufEdit{drop: "blk.1.ffn_gate.weight"}, []string{"missing_key model.layers.1.mlp.gate_proj.weight"}},
+		{"wrong shape", ggufEdit{halve: "blk.0.ffn_up.weight"}, []string{"shape_mismatch model.layers.0.mlp.up_proj.weight"}},
 		{"wrong scale", ggufEdit{scale: "blk.0.attn_v.weight"}, []string{"quantization_error model.layers.0.self_attn.v_proj.weight"}},
 	}
 	for _, tt := range tests {

@@ -149,6 +149,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 			case !ok:
 				missing[i]++
 			case sameEncoding(t, o), comparableQuant(t, o): // compared as stored, or decoded
+			case ggmlShapesDiffer(t, o): // a shape_mismatch
 			default:
 				if _, seen := keys[t.Name]; !seen {
 					keys[t.Name] = "quantized: not compared yet (" + t.Quant.Codec.String() + ")"
