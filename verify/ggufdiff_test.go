@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -130,6 +131,7 @@ func quantizeQ4_0(v []float32) []byte {
 }
 
 type ggufEdit struct {
+	arch       string            // general.architecture; "" is llama
 	unpermuted bool              // write q/k in HF row order
 	swap       [2]string         // write the data of GGUF tensor [1] as [0]
 	drop       string            // leave this GGUF tensor out
@@ -139,9 +141,10 @@ type ggufEdit struct {
 }
 
 func tinyGGUFOf(ts []hfTensor, e ggufEdit) w.File {
-	f := w.File{KV: []w.KV{w.P("general.architecture", w.Str("llama")), w.P("llama.block_count", w.U32(2)),
-		w.P("llama.embedding_length", w.U32(tinyHidden)), w.P("llama.attention.head_count", w.U32(tinyHeads)),
-		w.P("llama.attention.head_count_kv", w.U32(tinyKV))}}
+	arch := cmp.Or(e.arch, "llama")
+	f := w.File{KV: []w.KV{w.P("general.architecture", w.Str(arch)), w.P(arch+".block_count", w.U32(2)),
+		w.P(arch+".embedding_length", w.U32(tinyHidden)), w.P(arch+".attention.head_count", w.U32(tinyHeads)),
+		w.P(arch+".attention.head_count_kv", w.U32(tinyKV))}}
 	byName := map[string]hfTensor{}
 	for _, t := range ts {
 		byName[t.gguf] = t
@@ -206,13 +209,17 @@ func f16Value(b []byte) float32 {
 	return sign * float32(math.Ldexp(1+man/1024, exp-15))
 }
 
-func writeTinyHF(t *testing.T, ts []hfTensor) string {
-	t.Helper()
+func tinyFixture(ts []hfTensor) []fixture.Tensor {
 	var fx []fixture.Tensor
 	for _, h := range ts {
 		fx = append(fx, fixture.Tensor{Name: h.name, DType: safetensors.F32, Shape: h.shape, Data: fixture.Encode(h.vals, safetensors.F32)})
 	}
-	return export(t, fx, map[string]any{"model_type": "llama", "architectures": []string{"LlamaForCausalLM"},
+	return fx
+}
+
+func writeTinyHF(t *testing.T, ts []hfTensor) string {
+	t.Helper()
+	return export(t, tinyFixture(ts), map[string]any{"model_type": "llama", "architectures": []string{"LlamaForCausalLM"},
 		"hidden_size": tinyHidden, "num_attention_heads": tinyHeads, "num_key_value_heads": tinyKV,
 		"num_hidden_layers": 2, "intermediate_size": tinyFF, "vocab_size": tinyVocab, "tie_word_embeddings": true, "torch_dtype": "float32"})
 }
@@ -273,5 +280,29 @@ func TestDiffGGUF(t *testing.T) {
 				t.Errorf("compared %d (want %d), mismatched %d", rep.Compared, len(ts), rep.Mismatched)
 			}
 		})
+	}
+}
+
+// TestDiffGGUFArchitecture: with no model_type in config.json, auto takes
+// the preset's family from general.architecture: a Qwen2 GGUF (no q/k
+// permutation) matches through gguf-qwen; gguf-llama, listed first,
+// matches its names and shapes as well but permutes q/k.
+func TestDiffGGUFArchitecture(t *testing.T) {
+	ts := tinyLlama()
+	pub := export(t, tinyFixture(ts), map[string]any{"num_attention_heads": tinyHeads, "num_key_value_heads": tinyKV, "tie_word_embeddings": true})
+	exp := filepath.Join(t.TempDir(), "model.gguf")
+	must(t, os.WriteFile(exp, tinyGGUFOf(ts, ggufEdit{arch: "qwen2", unpermuted: true}).Bytes(), 0o644))
+	d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true})
+	if d.Exported.View.Adapter != "gguf-qwen" {
+		t.Errorf("exported adapter %s, want gguf-qwen", d.Exported.View.Adapter)
+	}
+	rep, err := d.CompareValues(context.Background(), ValueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(d.Findings, rep.Findings...) {
+		if f.Severity == Error {
+			t.Errorf("%s %s: %s", f.Code, f.Key, f.Message)
+		}
 	}
 }
