@@ -16,7 +16,13 @@ import (
 // false for an encoding with no decoder (Q8_1, Q8_K, the IQ and TQ types).
 func GGML(e tensorfile.Encoding) (Codec, bool) {
 	c, ok := ggmlCodecs[e]
-	return c, ok
+	if !ok {
+		return nil, false
+	}
+	if steps, ok := ggmlSteps[e]; ok {
+		return &ggmlStepped{c, steps}, true
+	}
+	return c, true
 }
 
 // A ggmlBlock decodes one block's bytes into its values.
@@ -93,6 +99,12 @@ func (c *ggmlCodec) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *ggmlCodec) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.eachBlock(d, r0, r1, parts, dst, c.decode)
+}
+
+// eachBlock runs f on every block of rows [r0, r1), its values' slice of
+// dst beside it, after checking that parts and dst hold them.
+func (c *ggmlCodec) eachBlock(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, f ggmlBlock) error {
 	row, err := c.check(d, r0, r1)
 	if err != nil {
 		return err
@@ -109,7 +121,7 @@ func (c *ggmlCodec) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32)
 	}
 	src, bn, en := parts[0], c.block.Bytes, c.block.Elements
 	for i := range blocks {
-		c.decode(src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en])
+		f(src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en])
 	}
 	return nil
 }

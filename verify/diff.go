@@ -12,6 +12,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // LMHead is the output projection that tie_word_embeddings shares with the
@@ -82,6 +83,9 @@ type Source struct {
 	// Err says why the tensor's bytes cannot be read (a torch view that is
 	// not contiguous), or nil: it is compared by name, shape and dtype.
 	Err error
+	// Encoding is a GGUF tensor's GGML block type, 0 for a plain one (see
+	// ggufBlockRows).
+	Encoding tensorfile.Encoding
 }
 
 // A Comparison is both sides of a diff as read, with what the diff found.
@@ -122,6 +126,9 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	sides := [2]*Mapped{d.Published, d.Exported}
 	sideOpts := [2]SideOptions{opt.Published, opt.Exported}
 	modelType, env := configOf(pub, exp)
+	if modelType == "" {
+		modelType = ggufArchitecture(exp)
+	}
 	var validated [2][]Finding
 	var errs [2]error
 	var candidates [2][]adapter.Chain
@@ -198,6 +205,9 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	unavailable := [2]int{d.Published.Unavailable, d.Exported.Unavailable}
 	for i, m := range sides {
 		d.quant[i] = quantOf(m, physical[i])
+		if hasGGML(m.Sources) {
+			d.quant[i] = quantSide{method: "GGUF block types", ggml: true}
+		}
 	}
 	d.quant[0].borrow(d.quant[1])
 	d.quant[1].borrow(d.quant[0])
@@ -205,6 +215,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		var out []Finding
 		for i, m := range sides {
 			d.quant[i].bind(m.View)
+			bindGGML(m)
 			out = append(out, adapterFindings(m)...)
 			m.Unavailable = unavailable[i]
 			if m.View.Truncated {
@@ -351,9 +362,11 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 		if s.File == nil {
 			continue
 		}
+		first := len(out)
 		for i, t := range headerTensors(s) {
 			out = append(out, Source{Tensor: t, Shard: s, Err: tensorError(s, i)})
 		}
+		ggufBlockRows(s, out[first:])
 	}
 	return out, unavailable
 }
@@ -485,6 +498,9 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 			continue
 		}
 		if t.Quant != nil || e.Quant != nil {
+			if f, ok := ggmlShapeMismatch(t, e); ok {
+				out = append(out, f)
+			}
 			continue // judged by its scheme (see recognise)
 		}
 		if !slices.Equal(t.Shape, e.Shape) {

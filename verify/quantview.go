@@ -24,6 +24,9 @@ type quantSide struct {
 	// written without config.json) bound by the other side's scheme: the
 	// same companions beside the same weights are evidence enough.
 	borrowed bool
+	// ggml is set on a GGUF side: its block types are bound by bindGGML,
+	// not by a scheme.
+	ggml bool
 }
 
 // borrow gives a side the other side's scheme when it has none.
@@ -69,7 +72,7 @@ func quantOf(m *Mapped, physical []safetensors.TensorInfo) quantSide {
 // bind folds the view's quantized weights and their companions into one
 // logical tensor each (adapter.View.BindQuant).
 func (q quantSide) bind(v *adapter.View) {
-	if q.method == "" {
+	if q.method == "" || q.ggml {
 		return
 	}
 	if q.scheme != nil {

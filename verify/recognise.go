@@ -40,7 +40,8 @@ func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 		d.notCompared = keys
 		findings = append(findings, f)
 	}
-	if f, ok := needsAdapter(d.Published.View, d.Exported.View); ok {
+	// GGUF names are llama.cpp's by design: no finding.
+	if f, ok := needsAdapter(d.Published.View, d.Exported.View); ok && !isGGUFCheckpoint(d.Exported.Checkpoint) {
 		findings = append(findings, f)
 	}
 	return findings
@@ -148,6 +149,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 			case !ok:
 				missing[i]++
 			case sameEncoding(t, o), comparableQuant(t, o): // compared as stored, or decoded
+			case ggmlShapesDiffer(t, o): // a shape_mismatch
 			default:
 				if _, seen := keys[t.Name]; !seen {
 					keys[t.Name] = "quantized: not compared yet (" + t.Quant.Codec.String() + ")"

@@ -339,7 +339,7 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 		e, ok := d.Exported.View.Tensor(p.Name)
 		// A quantized weight against another encoding is listed, skipped
 		// (notCompared); other shapes that differ the structural diff reports.
-		if !ok || (!slices.Equal(p.Shape, e.Shape) && p.Quant == nil && e.Quant == nil) {
+		if !ok || (!slices.Equal(p.Shape, e.Shape) && p.Quant == nil && e.Quant == nil) || ggmlShapesDiffer(p, e) {
 			continue
 		}
 		add(p, e)
