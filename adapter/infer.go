@@ -3,6 +3,7 @@ package adapter
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -414,7 +415,7 @@ func (inf *Inference) Text() string {
 	if rep := inf.Report(); len(rep.Ambiguities)+len(rep.Unmapped) > 0 {
 		b.WriteString("\n# Not mapped (see the report):\n")
 		for _, a := range rep.Ambiguities {
-			b.WriteString("#   " + sanitizeText(a.Exported) + ": " + sanitizeText(strings.Join(a.Candidates, " | ")) + "\n")
+			b.WriteString("#   " + sanitizeText(a.Exported) + ": " + sanitizeText(a.Summary()) + "\n")
 		}
 		for _, u := range rep.Unmapped {
 			b.WriteString("#   " + sanitizeText(u.Exported) + ": " + sanitizeText(u.Why) + "\n")
@@ -451,14 +452,40 @@ type InferReport struct {
 	Ambiguities []InferAmbiguity
 	Unmapped    []InferUnmapped
 	SampleBytes int64
+	// Settled says whether samples were handed in (Settle).
+	Settled bool
 }
 
 // An InferAmbiguity is an exported template the headers (or the samples)
 // leave between candidates.
 type InferAmbiguity struct {
-	Exported   string
+	Exported string
+	// Candidates are the first MaxListedCandidates of Count; Kinds counts
+	// them all by their rule (split, rename, transpose, unstack).
 	Candidates []string
+	Count      int
+	Kinds      map[string]int
 	Settle     string
+}
+
+// MaxListedCandidates is how many of an ambiguous template's candidates
+// a report names; the rest are counted by kind.
+const MaxListedCandidates = 3
+
+// Summary says what fits, briefly: every candidate when there are few,
+// else how many of each kind and the first few ("12 candidates fit (12
+// split): split into … | …, and 9 more").
+func (a InferAmbiguity) Summary() string {
+	list := strings.Join(a.Candidates, " | ")
+	if a.Count <= len(a.Candidates) {
+		return list
+	}
+	kinds := slices.Sorted(maps.Keys(a.Kinds))
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", a.Kinds[k], k))
+	}
+	return fmt.Sprintf("%d candidates fit (%s): %s, and %d more", a.Count, strings.Join(parts, ", "), list, a.Count-len(a.Candidates))
 }
 
 // An InferUnmapped template has no candidate left, or none that fit.
@@ -468,7 +495,7 @@ type InferUnmapped struct {
 
 // Report says what was mapped and what was not.
 func (inf *Inference) Report() InferReport {
-	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes}
+	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled}
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
@@ -478,9 +505,12 @@ func (inf *Inference) Report() InferReport {
 		}
 		cs := inf.cands[x]
 		if len(cs) >= 2 && (inf.why[x] == "" || inf.why[x] == whySeveral) {
-			a := InferAmbiguity{Exported: xt.String()}
+			a := InferAmbiguity{Exported: xt.String(), Count: len(cs), Kinds: map[string]int{}}
 			for i := range cs {
-				a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
+				a.Kinds[cs[i].kindWord()]++
+				if i < MaxListedCandidates {
+					a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
+				}
 			}
 			a.Settle = "the values of one instance would settle it: --adapter exported=infer"
 			if inf.settled {
@@ -543,7 +573,7 @@ func (inf *Inference) noteOf(x int) string {
 	key := inf.exp[x].String()
 	for _, a := range rep.Ambiguities {
 		if a.Exported == key {
-			return "inference left it between " + strings.Join(a.Candidates, " | ") + "; " + a.Settle
+			return "inference left it between " + a.Summary() + "; " + a.Settle
 		}
 	}
 	for _, u := range rep.Unmapped {
