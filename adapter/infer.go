@@ -238,6 +238,8 @@ func (inf *Inference) makeSamples() {
 // leave open. The caller reads them in order, within MaxSampleBytes in
 // all (each side's Rows x Cols elements, at the dtype's size; those it
 // does not read stay empty and settle nothing), and hands them to Settle.
+// A block several samples share may be read once and handed to each: it
+// counts once in the report's sample bytes.
 func (inf *Inference) Samples() []Sample { return inf.samples }
 
 // Settle decides the open templates by their samples: a candidate whose
@@ -248,6 +250,13 @@ func (inf *Inference) Samples() []Sample { return inf.samples }
 func (inf *Inference) Settle(samples []Sample) {
 	inf.settled = true
 	dist := map[[2]int]float64{}
+	counted := map[*float64]bool{} // a block handed in for several samples is read once
+	count := func(b []float64, d safetensors.DType) {
+		if len(b) > 0 && !counted[&b[0]] {
+			counted[&b[0]] = true
+			inf.sampleBytes += int64(len(b) * d.Bits() / 8)
+		}
+	}
 	for _, s := range samples {
 		if len(s.cands) != 2 {
 			continue
@@ -256,7 +265,8 @@ func (inf *Inference) Settle(samples []Sample) {
 		d := math.Inf(1)
 		if len(s.Pub) > 0 && len(s.Pub) == len(s.Exp) {
 			d = distance(s.Pub, s.Exp)
-			inf.sampleBytes += int64(len(s.Pub)*s.Published.DType.Bits()/8 + len(s.Exp)*s.Exported.DType.Bits()/8)
+			count(s.Pub, s.Published.DType)
+			count(s.Exp, s.Exported.DType)
 		}
 		if old, ok := dist[key]; !ok || d > old || math.IsNaN(d) {
 			dist[key] = d

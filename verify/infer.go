@@ -26,18 +26,34 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 	if values {
 		samples := inf.Samples()
 		var budget int64 = adapter.MaxSampleBytes
-		for i := range samples {
-			s := &samples[i]
-			cost := int64(s.Rows*s.Cols) * int64(s.Published.DType.Bits()/8+s.Exported.DType.Bits()/8)
-			if cost > budget {
-				break // the rest settle nothing: reported as ambiguous
+		// Candidates of one template read the same blocks (the published
+		// tensor always, the exported one for each rename): each block is
+		// read, and counted against the budget, once.
+		read := map[string][]float64{}
+		block := func(t adapter.Tensor, side int, srcs []Source, rows, cols uint64) ([]float64, error) {
+			key := fmt.Sprint(side, t.Segments, t.Shape, t.Transposed, rows, cols)
+			if b, ok := read[key]; ok {
+				return b, nil
 			}
-			p, perr := readBlock(s.Published, pub.Sources, s.Rows, s.Cols)
-			e, eerr := readBlock(s.Exported, exp.Sources, s.Rows, s.Cols)
-			if perr != nil || eerr != nil {
-				continue
+			cost := int64(rows*cols) * int64(t.DType.Bits()/8)
+			if cost > budget {
+				return nil, errSampleBudget
+			}
+			b, err := readBlock(t, srcs, rows, cols)
+			if err != nil {
+				return nil, err
 			}
 			budget -= cost
+			read[key] = b
+			return b, nil
+		}
+		for i := range samples {
+			s := &samples[i]
+			p, perr := block(s.Published, 0, pub.Sources, s.Rows, s.Cols)
+			e, eerr := block(s.Exported, 1, exp.Sources, s.Rows, s.Cols)
+			if perr != nil || eerr != nil {
+				continue // settles nothing: reported as ambiguous
+			}
 			s.Pub, s.Exp = p, e
 		}
 		inf.Settle(samples)
@@ -62,6 +78,8 @@ func (d *Comparison) inferenceMayHelp(common int) bool {
 	_, add := commonPrefix(pub, exp)
 	return 2*(common+max(strip, add)) < len(pub.Tensors)
 }
+
+var errSampleBudget = fmt.Errorf("sample budget of %d bytes spent", adapter.MaxSampleBytes)
 
 // readBlock reads the first rows x cols elements of a logical tensor's
 // first matrix (a vector: its first cols elements), as float64.
