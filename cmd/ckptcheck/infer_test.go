@@ -71,7 +71,6 @@ func TestWriteAdapter(t *testing.T) {
 		t.Errorf("inferred diff fails: %+v\n%s", inferred.Findings, text)
 	}
 
-
 	// An existing file is never overwritten.
 	code, _, stderr := ckptcheck(t, "diff", pub, exp, "--adapter", "exported=infer", "--write-adapter", file)
 	if code == 0 || !strings.Contains(stderr, "never overwritten") {
