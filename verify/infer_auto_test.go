@@ -63,3 +63,15 @@ func TestAutoFallsBackToInference(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoNoInferenceWhenPresetMatches: a preset that reaches half of the
+// published keys is kept, and inference does not run at all.
+func TestAutoNoInferenceWhenPresetMatches(t *testing.T) {
+	m := hfLlama("qwen3_moe", 12)
+	pub := writeHFModel(t, m)
+	exp := export(t, ttQwen3(m.clone(), ttOpts{g: ttG1, experts: 12}), nil)
+	d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true})
+	if d.Inference != nil || d.Exported.View.Adapter != "torchtitan-qwen3" {
+		t.Errorf("auto chose %s, inference %v", d.Exported.View.Adapter, d.Inference != nil)
+	}
+}
