@@ -566,11 +566,12 @@ func (inf *Inference) nearest(t *nameTemplate) string {
 // and its best candidate.
 func (inf *Inference) Notes() map[string]string {
 	out := map[string]string{}
+	rep := inf.Report() // once: a report per template would be quadratic in templates
 	for x, xt := range inf.exp {
 		if inf.chosen[x] >= 0 {
 			continue
 		}
-		note := inf.noteOf(x)
+		note := inf.noteOf(x, rep)
 		for _, m := range xt.members {
 			out[inf.expInfo[m.tensor].Name] = note
 		}
@@ -578,8 +579,7 @@ func (inf *Inference) Notes() map[string]string {
 	return out
 }
 
-func (inf *Inference) noteOf(x int) string {
-	rep := inf.Report()
+func (inf *Inference) noteOf(x int, rep InferReport) string {
 	key := inf.exp[x].String()
 	for _, a := range rep.Ambiguities {
 		if a.Exported == key {
