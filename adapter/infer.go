@@ -3,6 +3,7 @@ package adapter
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -237,6 +238,8 @@ func (inf *Inference) makeSamples() {
 // leave open. The caller reads them in order, within MaxSampleBytes in
 // all (each side's Rows x Cols elements, at the dtype's size; those it
 // does not read stay empty and settle nothing), and hands them to Settle.
+// A block several samples share may be read once and handed to each: it
+// counts once in the report's sample bytes.
 func (inf *Inference) Samples() []Sample { return inf.samples }
 
 // Settle decides the open templates by their samples: a candidate whose
@@ -247,6 +250,13 @@ func (inf *Inference) Samples() []Sample { return inf.samples }
 func (inf *Inference) Settle(samples []Sample) {
 	inf.settled = true
 	dist := map[[2]int]float64{}
+	counted := map[*float64]bool{} // a block handed in for several samples is read once
+	count := func(b []float64, d safetensors.DType) {
+		if len(b) > 0 && !counted[&b[0]] {
+			counted[&b[0]] = true
+			inf.sampleBytes += int64(len(b) * d.Bits() / 8)
+		}
+	}
 	for _, s := range samples {
 		if len(s.cands) != 2 {
 			continue
@@ -255,7 +265,8 @@ func (inf *Inference) Settle(samples []Sample) {
 		d := math.Inf(1)
 		if len(s.Pub) > 0 && len(s.Pub) == len(s.Exp) {
 			d = distance(s.Pub, s.Exp)
-			inf.sampleBytes += int64(len(s.Pub)*s.Published.DType.Bits()/8 + len(s.Exp)*s.Exported.DType.Bits()/8)
+			count(s.Pub, s.Published.DType)
+			count(s.Exp, s.Exported.DType)
 		}
 		if old, ok := dist[key]; !ok || d > old || math.IsNaN(d) {
 			dist[key] = d
@@ -414,7 +425,7 @@ func (inf *Inference) Text() string {
 	if rep := inf.Report(); len(rep.Ambiguities)+len(rep.Unmapped) > 0 {
 		b.WriteString("\n# Not mapped (see the report):\n")
 		for _, a := range rep.Ambiguities {
-			b.WriteString("#   " + sanitizeText(a.Exported) + ": " + sanitizeText(strings.Join(a.Candidates, " | ")) + "\n")
+			b.WriteString("#   " + sanitizeText(a.Exported) + ": " + sanitizeText(a.Summary()) + "\n")
 		}
 		for _, u := range rep.Unmapped {
 			b.WriteString("#   " + sanitizeText(u.Exported) + ": " + sanitizeText(u.Why) + "\n")
@@ -451,14 +462,40 @@ type InferReport struct {
 	Ambiguities []InferAmbiguity
 	Unmapped    []InferUnmapped
 	SampleBytes int64
+	// Settled says whether samples were handed in (Settle).
+	Settled bool
 }
 
 // An InferAmbiguity is an exported template the headers (or the samples)
 // leave between candidates.
 type InferAmbiguity struct {
-	Exported   string
+	Exported string
+	// Candidates are the first MaxListedCandidates of Count; Kinds counts
+	// them all by their rule (split, rename, transpose, unstack).
 	Candidates []string
+	Count      int
+	Kinds      map[string]int
 	Settle     string
+}
+
+// MaxListedCandidates is how many of an ambiguous template's candidates
+// a report names; the rest are counted by kind.
+const MaxListedCandidates = 3
+
+// Summary says what fits, briefly: every candidate when there are few,
+// else how many of each kind and the first few ("12 candidates fit (12
+// split): split into … | …, and 9 more").
+func (a InferAmbiguity) Summary() string {
+	list := strings.Join(a.Candidates, " | ")
+	if a.Count <= len(a.Candidates) {
+		return list
+	}
+	kinds := slices.Sorted(maps.Keys(a.Kinds))
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", a.Kinds[k], k))
+	}
+	return fmt.Sprintf("%d candidates fit (%s): %s, and %d more", a.Count, strings.Join(parts, ", "), list, a.Count-len(a.Candidates))
 }
 
 // An InferUnmapped template has no candidate left, or none that fit.
@@ -468,7 +505,7 @@ type InferUnmapped struct {
 
 // Report says what was mapped and what was not.
 func (inf *Inference) Report() InferReport {
-	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes}
+	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled}
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
@@ -478,9 +515,12 @@ func (inf *Inference) Report() InferReport {
 		}
 		cs := inf.cands[x]
 		if len(cs) >= 2 && (inf.why[x] == "" || inf.why[x] == whySeveral) {
-			a := InferAmbiguity{Exported: xt.String()}
+			a := InferAmbiguity{Exported: xt.String(), Count: len(cs), Kinds: map[string]int{}}
 			for i := range cs {
-				a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
+				a.Kinds[cs[i].kindWord()]++
+				if i < MaxListedCandidates {
+					a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
+				}
 			}
 			a.Settle = "the values of one instance would settle it: --adapter exported=infer"
 			if inf.settled {
@@ -526,11 +566,12 @@ func (inf *Inference) nearest(t *nameTemplate) string {
 // and its best candidate.
 func (inf *Inference) Notes() map[string]string {
 	out := map[string]string{}
+	rep := inf.Report() // once: a report per template would be quadratic in templates
 	for x, xt := range inf.exp {
 		if inf.chosen[x] >= 0 {
 			continue
 		}
-		note := inf.noteOf(x)
+		note := inf.noteOf(x, rep)
 		for _, m := range xt.members {
 			out[inf.expInfo[m.tensor].Name] = note
 		}
@@ -538,12 +579,11 @@ func (inf *Inference) Notes() map[string]string {
 	return out
 }
 
-func (inf *Inference) noteOf(x int) string {
-	rep := inf.Report()
+func (inf *Inference) noteOf(x int, rep InferReport) string {
 	key := inf.exp[x].String()
 	for _, a := range rep.Ambiguities {
 		if a.Exported == key {
-			return "inference left it between " + strings.Join(a.Candidates, " | ") + "; " + a.Settle
+			return "inference left it between " + a.Summary() + "; " + a.Settle
 		}
 	}
 	for _, u := range rep.Unmapped {

@@ -261,3 +261,16 @@ func swapped(a, b []uint64) bool {
 
 // square reports a matrix (or stack of them) whose last two dimensions agree.
 func square(s []uint64) bool { return len(s) >= 2 && s[len(s)-1] == s[len(s)-2] }
+
+// kindWord is the rule the candidate would be written as.
+func (c *candidate) kindWord() string {
+	switch c.kind {
+	case opTranspose:
+		return "transpose"
+	case opSplit:
+		return "split"
+	case opUnstack:
+		return "unstack"
+	}
+	return "rename"
+}

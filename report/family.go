@@ -47,6 +47,7 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeAdapterLimit:     FamilyKeys,
 	verify.CodeLowKeyOverlap:    FamilyKeys,
 	verify.CodeNeedsAdapter:     FamilyKeys,
+	verify.CodeInferAmbiguous:   FamilyKeys,
 	verify.CodeLoRAAdapter:      FamilyKeys,
 	verify.CodeAdapterBeside:    FamilyKeys,
 	// Quantized tensors stand for the missing keys they would make.

@@ -57,6 +57,7 @@ const (
 	CodeAdapterError     Code = "adapter_error"
 	CodeAdapterLimit     Code = "adapter_limit"
 	CodeNeedsAdapter     Code = "needs_adapter"
+	CodeInferAmbiguous   Code = "inference_ambiguous"
 	CodeLoRAAdapter      Code = "lora_adapter"
 	CodeAdapterBeside    Code = "adapter_beside"
 
@@ -178,6 +179,7 @@ var codes = []CodeDoc{
 	{CodeAdapterLimit, Error, "diff: the adapter would make far more tensors than the published checkpoint has; mapping stopped"},
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},
 	{CodeNeedsAdapter, Warning, "diff: the export matches only through an adapter other than hf: its names are not Hugging Face's and transformers will not load it as is; says which adapter mapped how many tensors"},
+	{CodeInferAmbiguous, Warning, "diff: an inferred adapter left name templates between candidates of equal shape (their tensors stay unexpected_key); says which, and whether values would settle them (--adapter exported=infer) or cannot"},
 	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
 	{CodeAdapterBeside, Info, "diff: a side holds a full model with a PEFT adapter beside it (torchtune's epoch_N of a LoRA run): the model is compared, the adapter named"},
 	{CodeLoRATargetMissing, Error, "validate --base, diff BASE ADAPTER, diff --lora: an adapter's target (or modules_to_save copy) that the base does not have"},

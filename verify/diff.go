@@ -241,6 +241,20 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		d.Published.View, d.Exported.View = adapter.Choose(side(0, candidates[0]), side(1, candidates[1]), env)
 		structural, common = judge()
 	}
+	// No preset reaches half of the published keys: inference from the
+	// headers alone (so auto stays header-only) may.
+	if !sideOpts[1].Fixed && !sideOpts[1].Infer && d.inferenceMayHelp(common) {
+		if inf, a, err := inferExported(d.Published, d.Exported, physical, env, false); err == nil {
+			chosen := d.Exported.View
+			d.Exported.View = aliases.Align(d.Published.View, adapter.Chain{a}.Then(sideOpts[1].Extra).ApplyLimit(physical[1], env, limit))
+			if s, c := judge(); c > common {
+				structural, common, d.Inference = s, c, inf
+			} else {
+				d.Exported.View = chosen
+				structural, common = judge()
+			}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/x448/float16"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/internal/textfmt"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -24,18 +26,34 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 	if values {
 		samples := inf.Samples()
 		var budget int64 = adapter.MaxSampleBytes
-		for i := range samples {
-			s := &samples[i]
-			cost := int64(s.Rows*s.Cols) * int64(s.Published.DType.Bits()/8+s.Exported.DType.Bits()/8)
-			if cost > budget {
-				break // the rest settle nothing: reported as ambiguous
+		// Candidates of one template read the same blocks (the published
+		// tensor always, the exported one for each rename): each block is
+		// read, and counted against the budget, once.
+		read := map[string][]float64{}
+		block := func(t adapter.Tensor, side int, srcs []Source, rows, cols uint64) ([]float64, error) {
+			key := fmt.Sprint(side, t.Segments, t.Shape, t.Transposed, rows, cols)
+			if b, ok := read[key]; ok {
+				return b, nil
 			}
-			p, perr := readBlock(s.Published, pub.Sources, s.Rows, s.Cols)
-			e, eerr := readBlock(s.Exported, exp.Sources, s.Rows, s.Cols)
-			if perr != nil || eerr != nil {
-				continue
+			cost := int64(rows*cols) * int64(t.DType.Bits()/8)
+			if cost > budget {
+				return nil, errSampleBudget
+			}
+			b, err := readBlock(t, srcs, rows, cols)
+			if err != nil {
+				return nil, err
 			}
 			budget -= cost
+			read[key] = b
+			return b, nil
+		}
+		for i := range samples {
+			s := &samples[i]
+			p, perr := block(s.Published, 0, pub.Sources, s.Rows, s.Cols)
+			e, eerr := block(s.Exported, 1, exp.Sources, s.Rows, s.Cols)
+			if perr != nil || eerr != nil {
+				continue // settles nothing: reported as ambiguous
+			}
 			s.Pub, s.Exp = p, e
 		}
 		inf.Settle(samples)
@@ -46,6 +64,22 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 	}
 	return inf, a, nil
 }
+
+// inferenceMayHelp says whether auto falls back to inference: no preset
+// reached half of the published keys, the published side is read as it
+// is (inference maps onto its physical names), and no prefix explains
+// the difference (low_key_overlap's hint names the simpler fix).
+func (d *Comparison) inferenceMayHelp(common int) bool {
+	pub, exp := d.Published.View, d.Exported.View
+	if 2*common >= len(pub.Tensors) || pub.Adapter != "hf" {
+		return false
+	}
+	_, strip := commonPrefix(exp, pub)
+	_, add := commonPrefix(pub, exp)
+	return 2*(common+max(strip, add)) < len(pub.Tensors)
+}
+
+var errSampleBudget = fmt.Errorf("sample budget of %d bytes spent", adapter.MaxSampleBytes)
 
 // readBlock reads the first rows x cols elements of a logical tensor's
 // first matrix (a vector: its first cols elements), as float64.
@@ -167,5 +201,61 @@ func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
 			f.Message += " (adapter inferred)"
 		}
 	}
+	if f, ok := ambiguityFinding(d.Inference.Report()); ok {
+		fs = append(fs, f)
+	}
 	return fs
+}
+
+// ambiguityFinding says, once, which templates inference left between
+// candidates and what would settle them: values, when only the headers
+// were read; nothing, when the samples could not.
+func ambiguityFinding(r adapter.InferReport) (Finding, bool) {
+	if len(r.Ambiguities) == 0 {
+		return Finding{}, false
+	}
+	var names []string
+	for _, a := range r.Ambiguities[:min(len(r.Ambiguities), maxListedAmbiguities)] {
+		names = append(names, fmt.Sprintf("%s (%d candidates)", a.Exported, a.Count))
+	}
+	list := strings.Join(names, ", ")
+	if more := len(r.Ambiguities) - len(names); more > 0 {
+		list += fmt.Sprintf(", and %d more", more)
+	}
+	msg := fmt.Sprintf("inference from names and shapes left %s between candidates of equal shape: %s; their tensors are unexpected_key. The values of one instance each would settle them: compare with --adapter exported=infer",
+		textfmt.Plural(len(r.Ambiguities), "template"), list)
+	if r.Settled {
+		msg = fmt.Sprintf("inference left %s between candidates the sampled values fit equally well or not at all: %s; their tensors are unexpected_key (map them with --adapter-file)",
+			textfmt.Plural(len(r.Ambiguities), "template"), list)
+	}
+	return Finding{Code: CodeInferAmbiguous, Severity: Warning, Side: Exported, Message: msg}, true
+}
+
+// maxListedAmbiguities is how many ambiguous templates a finding or the
+// JSON input names; the rest are counted.
+const maxListedAmbiguities = 5
+
+// An InferredInput is what JSON says of an inferred adapter beside
+// inputs[].adapter ("infer").
+type InferredInput struct {
+	Rules       int      `json:"rules"`
+	Mapped      int      `json:"mapped_templates"`
+	Templates   int      `json:"templates"`
+	Ambiguities int      `json:"ambiguities"`
+	Ambiguous   []string `json:"ambiguous,omitempty"`
+	SampleBytes int64    `json:"sample_bytes"`
+	// Values says whether samples were read (--adapter exported=infer) or
+	// only the headers (auto's fallback).
+	Values bool `json:"values"`
+}
+
+// DescribeInference summarises an inference for the report's input.
+func DescribeInference(inf *adapter.Inference) *InferredInput {
+	r := inf.Report()
+	in := &InferredInput{Rules: r.Rules, Mapped: r.Mapped, Templates: r.Templates[1], Ambiguities: len(r.Ambiguities),
+		SampleBytes: r.SampleBytes, Values: r.Settled}
+	for _, a := range r.Ambiguities[:min(len(r.Ambiguities), maxListedAmbiguities)] {
+		in.Ambiguous = append(in.Ambiguous, a.Exported+": "+a.Summary())
+	}
+	return in
 }

@@ -56,7 +56,9 @@ type Input struct {
 	Refused []string `json:"refused,omitempty"`
 	Tensors int      `json:"tensors"`
 	Adapter string   `json:"adapter,omitempty"`
-	Variant string   `json:"variant,omitempty"`
+	// Inferred describes the adapter when it was inferred ("infer").
+	Inferred *InferredInput `json:"inferred,omitempty"`
+	Variant  string         `json:"variant,omitempty"`
 	// Hub is the repo id, revision as typed, and commit it resolved to.
 	Hub *checkpoint.HubRef `json:"hub,omitempty"`
 	// Remote is where a remote checkpoint was read from: the resolved

@@ -108,7 +108,7 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
 	if d.Inference != nil {
-		inputs[1].Adapter = "infer"
+		inputs[1].Adapter, inputs[1].Inferred = "infer", verify.DescribeInference(d.Inference)
 		if err := writeInferred(cmd, d.Inference.Text()); err != nil {
 			return err
 		}
