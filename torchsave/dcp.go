@@ -477,3 +477,7 @@ func (t *DCPTensor) Transform() error {
 	}
 	return nil
 }
+
+// NumElements is the number of elements of the tensor's global shape; ok
+// is false when it overflows 64 bits.
+func (t *DCPTensor) NumElements() (uint64, bool) { return tensorfile.NumElements(t.Shape) }
