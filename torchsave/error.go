@@ -39,6 +39,9 @@ const (
 	// DCPUnsupportedTransform: a DCP item records a transform (the newest
 	// FileSystemWriter's transform_descriptors) that is not implemented.
 	DCPUnsupportedTransform
+	// DCPChunked: a DCP tensor saved in several chunks, whose values are
+	// not assembled (yet): compared by name, shape and dtype only.
+	DCPChunked
 )
 
 var kindNames = [...]string{
@@ -55,6 +58,7 @@ var kindNames = [...]string{
 	DCPChunkGap:             "dcp_chunk_gap",
 	DCPChunkOverlap:         "dcp_chunk_overlap",
 	DCPUnsupportedTransform: "dcp_unsupported_transform",
+	DCPChunked:              "dcp_chunked",
 }
 
 // ErrorKinds lists every kind.

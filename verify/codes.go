@@ -112,6 +112,7 @@ const (
 	CodeDCPChunkGap             Code = "dcp_chunk_gap"
 	CodeDCPChunkOverlap         Code = "dcp_chunk_overlap"
 	CodeDCPUnsupportedTransform Code = "dcp_unsupported_transform"
+	CodeDCPChunked              Code = "dcp_chunked"
 	// The GGUF reader's error kinds, the names of gguf.ErrorKind (see
 	// GGUFFormatCode).
 	CodeGGUFTruncated     Code = "gguf_truncated"
@@ -231,6 +232,7 @@ var codes = []CodeDoc{
 	{CodeDCPChunkGap, Error, "a DCP tensor's chunks leave part of it uncovered (a tensor-parallel shard missing its tail): names the tensor and the region"},
 	{CodeDCPChunkOverlap, Error, "two chunks of a DCP tensor hold the same elements: names the tensor, the chunks and the region they share"},
 	{CodeDCPUnsupportedTransform, Error, "a DCP item records a transform (transform_descriptors, e.g. a compression) that is not implemented: names it; the item is not read"},
+	{CodeDCPChunked, Warning, "diff: a DCP tensor saved in several chunks is compared by name, shape and dtype; its values are not assembled from the chunks"},
 	{CodeGGUFTruncated, Error, "GGUF: the file ends inside its header (metadata or tensor infos)"},
 	{CodeGGUFBadMagic, Error, "GGUF: a .gguf file that does not start with the magic GGUF"},
 	{CodeGGUFBadVersion, Error, "GGUF: a version other than 3 or 2, or a big-endian file"},
