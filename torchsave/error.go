@@ -28,6 +28,20 @@ const (
 	// UnsupportedTensor: a tensor kind or storage dtype that is not read
 	// (sparse, quantized, complex128).
 	UnsupportedTensor
+	// DCPBadMetadata: a DCP .metadata pickle is not the Metadata
+	// torch.distributed.checkpoint writes (a chunk with no storage item,
+	// a chunk outside its tensor, a relative_path that leaves the folder).
+	DCPBadMetadata
+	// DCPChunkGap: a DCP tensor's chunks leave part of it uncovered.
+	DCPChunkGap
+	// DCPChunkOverlap: two chunks of a DCP tensor cover the same elements.
+	DCPChunkOverlap
+	// DCPUnsupportedTransform: a DCP item records a transform (the newest
+	// FileSystemWriter's transform_descriptors) that is not implemented.
+	DCPUnsupportedTransform
+	// DCPChunked: a DCP tensor saved in several chunks, whose values are
+	// not assembled (yet): compared by name, shape and dtype only.
+	DCPChunked
 )
 
 var kindNames = [...]string{
@@ -39,6 +53,12 @@ var kindNames = [...]string{
 	StorageOutOfRange: "torch_storage_out_of_range",
 	NonContiguous:     "torch_noncontiguous",
 	UnsupportedTensor: "torch_unsupported_tensor",
+
+	DCPBadMetadata:          "dcp_bad_metadata",
+	DCPChunkGap:             "dcp_chunk_gap",
+	DCPChunkOverlap:         "dcp_chunk_overlap",
+	DCPUnsupportedTransform: "dcp_unsupported_transform",
+	DCPChunked:              "dcp_chunked",
 }
 
 // ErrorKinds lists every kind.

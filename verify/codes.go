@@ -108,6 +108,12 @@ const (
 	CodeTorchStorageOutOfRange Code = "torch_storage_out_of_range"
 	CodeTorchNonContiguous     Code = "torch_noncontiguous"
 	CodeTorchUnsupportedTensor Code = "torch_unsupported_tensor"
+	// The DCP reader's error kinds (torchsave.DCP*).
+	CodeDCPBadMetadata          Code = "dcp_bad_metadata"
+	CodeDCPChunkGap             Code = "dcp_chunk_gap"
+	CodeDCPChunkOverlap         Code = "dcp_chunk_overlap"
+	CodeDCPUnsupportedTransform Code = "dcp_unsupported_transform"
+	CodeDCPChunked              Code = "dcp_chunked"
 	// The GGUF reader's error kinds, the names of gguf.ErrorKind (see
 	// GGUFFormatCode).
 	CodeGGUFTruncated     Code = "gguf_truncated"
@@ -224,6 +230,11 @@ var codes = []CodeDoc{
 	{CodeTorchStorageOutOfRange, Error, "a torch tensor's view reaches past its storage, or a storage past its entry or the file"},
 	{CodeTorchNonContiguous, Warning, "a torch tensor is a strided view that is not one byte range (transposed, expanded): listed and compared by name, shape and dtype, its values not read"},
 	{CodeTorchUnsupportedTensor, Warning, "a torch tensor of a kind not read (sparse, quantized, complex128 storage): listed, its values not read"},
+	{CodeDCPBadMetadata, Error, "a DCP step directory's .metadata is not the Metadata torch.distributed.checkpoint writes (a chunk outside its tensor or with no storage item, a relative_path that leaves the directory)"},
+	{CodeDCPChunkGap, Error, "a DCP tensor's chunks leave part of it uncovered (a tensor-parallel shard missing its tail): names the tensor and the region"},
+	{CodeDCPChunkOverlap, Error, "two chunks of a DCP tensor hold the same elements: names the tensor, the chunks and the region they share"},
+	{CodeDCPUnsupportedTransform, Error, "a DCP item records a transform (transform_descriptors, e.g. a compression) that is not implemented: names it; the item is not read"},
+	{CodeDCPChunked, Warning, "diff: a DCP tensor saved in several chunks is compared by name, shape and dtype; its values are not assembled from the chunks"},
 	{CodeGGUFTruncated, Error, "GGUF: the file ends inside its header (metadata or tensor infos)"},
 	{CodeGGUFBadMagic, Error, "GGUF: a .gguf file that does not start with the magic GGUF"},
 	{CodeGGUFBadVersion, Error, "GGUF: a version other than 3 or 2, or a big-endian file"},

@@ -92,24 +92,19 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 				continue
 			}
 			ins.Tensors = append(ins.Tensors, row)
-			ins.Totals.Tensors++
-			ins.Totals.Parameters += row.Parameters
-			ins.Totals.Bytes += row.Bytes
-			d := ins.Totals.ByDType[t.DType.String()]
-			if d == nil {
-				d = &DTypeTotals{}
-				ins.Totals.ByDType[t.DType.String()] = d
-			}
-			d.Tensors++
-			d.Parameters += row.Parameters
-			d.Bytes += row.Bytes
+			ins.add(t.DType.String(), row.Parameters, row.Bytes)
 		}
 	}
+	ins.finish(tree)
+	return ins
+}
+
+// finish sorts the rows by name and builds the tree if asked.
+func (ins *Inspection) finish(tree bool) {
 	slices.SortFunc(ins.Tensors, func(a, b TensorRow) int { return NaturalCompare(a.Name, b.Name) })
 	if tree {
 		ins.Tree = ins.tree()
 	}
-	return ins
 }
 
 // A TreeNode is a module in the tree view. Children that differ only in a

@@ -74,7 +74,7 @@ func torchFinding(path string, fe *torchsave.FormatError) Finding {
 	switch fe.Kind {
 	case torchsave.UnsafePickle:
 		f.Message = fmt.Sprintf("%s: %s; the file was not read further", path, f.Message)
-	case torchsave.NonContiguous, torchsave.UnsupportedTensor:
+	case torchsave.NonContiguous, torchsave.UnsupportedTensor, torchsave.DCPChunked:
 		f.Severity = Warning // a valid file whose tensor ckptcheck does not read
 	}
 	return f

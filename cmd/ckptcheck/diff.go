@@ -79,15 +79,25 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	// most of the work.
 	var cks [2]*checkpoint.Checkpoint
 	var errs [2]error
+	var closers [2]func() // a DCP step's item files
 	var wg sync.WaitGroup
 	for i, path := range cmd.Args().Slice() {
 		wg.Go(func() {
+			if verify.IsDCPDir(path) {
+				cks[i], closers[i], errs[i] = openDCP(path)
+				return
+			}
 			opt := openOptions(cmd)
 			opt.AnyVariant = true
 			cks[i], errs[i] = open(ctx, path, opt)
 		})
 	}
 	wg.Wait()
+	for _, closeItems := range closers {
+		if closeItems != nil {
+			defer closeItems()
+		}
+	}
 	for _, c := range cks {
 		if c != nil {
 			defer c.Close()
@@ -315,4 +325,14 @@ func writeInferred(cmd *cli.Command, text string) error {
 		return fmt.Errorf("--write-adapter %s: %v", path, err)
 	}
 	return f.Close()
+}
+
+// openDCP opens a DCP step directory's model tensors as a checkpoint (see
+// verify.DCPCheckpoint).
+func openDCP(path string) (*checkpoint.Checkpoint, func(), error) {
+	step, _, err := verify.ValidateDCP(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return verify.DCPCheckpoint(step)
 }

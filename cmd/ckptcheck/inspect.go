@@ -38,6 +38,18 @@ func inspectCommand() *cli.Command {
 			if _, err := ignores(cmd); err != nil {
 				return err
 			}
+			if path := cmd.Args().First(); verify.IsDCPDir(path) {
+				in, findings, err := validateDCP(path)
+				if err != nil {
+					return err
+				}
+				rep, err := newReport(cmd, "inspect", []verify.Input{in.Input}, findings)
+				if err != nil {
+					return err
+				}
+				rep.Inspection = verify.InspectDCP(in.step, filter, cmd.Bool("tree"))
+				return emit(cmd, rep, report.Options{Depth: int(cmd.Int("depth"))})
+			}
 			c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
 			if err != nil {
 				return err

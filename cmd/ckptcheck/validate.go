@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/manifest"
 	"github.com/ckptcheck/ckptcheck/partition"
 	"github.com/ckptcheck/ckptcheck/report"
+	"github.com/ckptcheck/ckptcheck/torchsave"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
@@ -57,6 +59,14 @@ func validateCommand() *cli.Command {
 			var inputs []verify.Input
 			var findings []verify.Finding
 			for _, path := range cmd.Args().Slice() {
+				if verify.IsDCPDir(path) {
+					in, fs, err := validateDCP(path)
+					if err != nil {
+						return err
+					}
+					inputs, findings = append(inputs, in.Input), append(findings, fs...)
+					continue
+				}
 				// A directory of variants holds several checkpoints: each is
 				// validated on its own, unless --variant names one.
 				variants := []string{cmd.String("variant")}
@@ -151,4 +161,28 @@ func validateHashesPart(ctx context.Context, cmd *cli.Command, part partition.Pa
 		rep.Summary.Ignored += ignoredS
 	}
 	return emit(cmd, rep, report.Options{})
+}
+
+// validateDCP validates a torch.distributed checkpoint step directory (see
+// verify.ValidateDCP); its input counts the model's tensors.
+func validateDCP(path string) (dcpInput, []verify.Finding, error) {
+	step, fs, err := verify.ValidateDCP(path)
+	if err != nil {
+		return dcpInput{}, nil, err
+	}
+	in := verify.Input{Path: path, Index: filepath.Join(path, torchsave.DCPMetadataName), Files: append([]string{}, step.Files...)}
+	if step.Metadata != nil {
+		for _, t := range step.Metadata.Tensors {
+			if t.Part == torchsave.DCPModel {
+				in.Tensors++
+			}
+		}
+	}
+	return dcpInput{in, step}, fs, nil
+}
+
+// A dcpInput is a DCP step's report input and what was read of it.
+type dcpInput struct {
+	verify.Input
+	step *verify.DCPStep
 }
