@@ -154,10 +154,10 @@ func shapeEqual(a, b []uint64) bool {
 
 // projectScratch is a worker's decoded rows.
 type projectScratch struct {
-	base, merged, delta, half []float64
+	base, merged, half []float64
 }
 
-// block projects the whole rows of one block.
+// block projects the whole rows of one block (see project_kernel.go).
 func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	cols := int(p.cols)
 	if cols == 0 {
@@ -166,50 +166,23 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	bd, md := p.Base.DType, p.Merged.DType
 	be, me := bd.Bits()/8, md.Bits()/8
 	s.base, s.merged = growFloats(s.base, cols), growFloats(s.merged, cols)
-	s.delta, s.half = growFloats(s.delta, cols), growFloats(s.half, cols)
-	halfULP := halfULPTable(md)
+	s.half = growFloats(s.half, cols)
+	bits, useBits := newHalfULPBits(md)
+	table := halfULPTable(md)
 	k := len(p.Probes)
 	var differs, nonfinite uint64
 	for r := range int(j.n) / cols {
 		row := int(j.start)/cols + r
 		quant.DecodeFloat64(bd, bb[r*cols*be:(r+1)*cols*be], s.base)
 		quant.DecodeFloat64(md, mb[r*cols*me:(r+1)*cols*me], s.merged)
-		for c, m := range s.merged {
-			b := s.base[c]
-			d := m - b
-			if d != 0 && !(m != m && b != b) { // NaN = NaN
-				differs++
-			}
-			if m-m != 0 {
-				nonfinite++
-				d = 0
-			}
-			s.delta[c] = d
-			s.half[c] = halfULP[(math.Float64bits(m)>>52)&0x7ff]
-		}
+		d, nf := deltaRow(s.merged, s.base, s.half, bits, table, useBits)
+		differs, nonfinite = differs+d, nonfinite+nf
 		for t := range k {
-			p.Diff[row*k+t] = dot(s.delta, p.Probes[t])
-			p.Floor[row*k+t] = dot(s.half, p.absProbes[t])
+			p.Diff[row*k+t], p.Floor[row*k+t] = dot2(s.base, p.Probes[t], s.half, p.absProbes[t])
 		}
 	}
 	p.differs.Add(differs)
 	p.nonfinite.Add(nonfinite)
-}
-
-func dot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 func growFloats(b []float64, n int) []float64 {

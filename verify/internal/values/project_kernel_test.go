@@ -1,0 +1,54 @@
+package values
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// TestDot2MatchesPortable checks the vector dot2 against dot2Go at lengths
+// around the vector step.
+func TestDot2MatchesPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 1024, 1031} {
+		a, x, h, ax := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range n {
+			a[i], x[i], h[i] = rng.NormFloat64(), rng.NormFloat64(), rng.Float64()
+			ax[i] = math.Abs(x[i])
+		}
+		s, f := dot2(a, x, h, ax)
+		ws, wf := dot2Go(a, x, h, ax)
+		if math.Abs(s-ws) > 1e-12*(1+math.Abs(ws)) || math.Abs(f-wf) > 1e-12*(1+wf) {
+			t.Errorf("n=%d: dot2 = %v, %v; portable %v, %v", n, s, f, ws, wf)
+		}
+	}
+}
+
+// TestDeltaRowHalfULPBits checks the bit-computed half-ULP against the
+// table, and the counts, for every merged dtype the bits know.
+func TestDeltaRowHalfULPBits(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1.5, 3e-39, 1e-45, 6e-8, 65504, 1e30, -2.5e-5, math.Inf(1), math.NaN()}
+	for _, d := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32} {
+		bits, ok := newHalfULPBits(d)
+		if !ok {
+			t.Fatalf("%s: no bits", d)
+		}
+		table := halfULPTable(d)
+		merged := append([]float64(nil), vals...)
+		base := make([]float64, len(vals))
+		base[len(base)-1] = math.NaN() // NaN = NaN
+		half := make([]float64, len(vals))
+		differs, nonfinite := deltaRow(merged, base, half, bits, table, true)
+		for i, m := range vals {
+			if want := table[(math.Float64bits(m)>>52)&0x7ff]; half[i] != want {
+				t.Errorf("%s: half-ULP of %v = %v, table %v", d, m, half[i], want)
+			}
+		}
+		// 1, -1.5, 3e-39, 1e-45, 6e-8, 65504, 1e30, -2.5e-5, +Inf differ.
+		if differs != 9 || nonfinite != 2 {
+			t.Errorf("%s: differs %d, nonfinite %d; want 9, 2", d, differs, nonfinite)
+		}
+	}
+}
