@@ -175,7 +175,7 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 		row := int(j.start)/cols + r
 		quant.DecodeFloat64(bd, bb[r*cols*be:(r+1)*cols*be], s.base)
 		quant.DecodeFloat64(md, mb[r*cols*me:(r+1)*cols*me], s.merged)
-		d, nf := deltaRow(s.merged, s.base, s.half, bits, table, useBits)
+		d, nf := deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
 		differs, nonfinite = differs+d, nonfinite+nf
 		for t := range k {
 			p.Diff[row*k+t], p.Floor[row*k+t] = dot2(s.base, p.Probes[t], s.half, p.absProbes[t])

@@ -21,3 +21,25 @@ func dot2(a, x, h, ax []float64) (s, f float64) {
 //
 //go:noescape
 func dot2AVX2(a, x, h, ax *float64, n int, out *[2]float64)
+
+// deltaRowFast is deltaRow with the AVX2 loop over the multiples of 4.
+func deltaRowFast(merged, base, half []float64, h halfULPBits, table *[2048]float64, useBits bool) (differs, nonfinite uint64) {
+	n := len(merged)
+	base, half = base[:n], half[:n]
+	v := n &^ 3
+	if !cpuAVX2 || !useBits || v == 0 {
+		return deltaRow(merged, base, half, h, table, useBits)
+	}
+	var counts [8]uint64
+	deltaAVX2(&merged[0], &base[0], &half[0], v, h.minField, h.precision, &counts)
+	differs, nonfinite = deltaRow(merged[v:], base[v:], half[v:], h, table, useBits)
+	for i := range 4 {
+		differs, nonfinite = differs+counts[i], nonfinite+counts[4+i]
+	}
+	return differs, nonfinite
+}
+
+// deltaAVX2 is deltaRow's loop over n elements, a multiple of 4, not 0.
+//
+//go:noescape
+func deltaAVX2(merged, base, half *float64, n int, minField, precision uint64, counts *[8]uint64)
