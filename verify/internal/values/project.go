@@ -173,9 +173,17 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	var differs, nonfinite uint64
 	for r := range int(j.n) / cols {
 		row := int(j.start)/cols + r
-		quant.DecodeFloat64(bd, bb[r*cols*be:(r+1)*cols*be], s.base)
-		quant.DecodeFloat64(md, mb[r*cols*me:(r+1)*cols*me], s.merged)
-		d, nf := deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
+		brow, mrow := bb[r*cols*be:(r+1)*cols*be], mb[r*cols*me:(r+1)*cols*me]
+		var d, nf uint64
+		fused := false
+		if bd == safetensors.BF16 && md == safetensors.BF16 {
+			d, nf, fused = deltaBF16(mrow, brow, s.base, s.half, bits, table)
+		}
+		if !fused {
+			quant.DecodeFloat64(bd, brow, s.base)
+			quant.DecodeFloat64(md, mrow, s.merged)
+			d, nf = deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
+		}
 		differs, nonfinite = differs+d, nonfinite+nf
 		for t := range k {
 			p.Diff[row*k+t], p.Floor[row*k+t] = dot2(s.base, p.Probes[t], s.half, p.absProbes[t])

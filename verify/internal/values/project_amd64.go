@@ -2,12 +2,17 @@
 
 package values
 
+import (
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
 // dot2 is Σ a·x and Σ h·ax over len(a) elements; the AVX2 loop takes the
-// multiples of 8, dot2Go the rest.
+// multiples of 16, dot2Go the rest.
 func dot2(a, x, h, ax []float64) (s, f float64) {
 	n := len(a)
 	x, h, ax = x[:n], h[:n], ax[:n]
-	v := n &^ 7
+	v := n &^ 15
 	if !cpuAVX2 || v == 0 {
 		return dot2Go(a, x, h, ax)
 	}
@@ -17,7 +22,7 @@ func dot2(a, x, h, ax []float64) (s, f float64) {
 	return out[0] + ts, out[1] + tf
 }
 
-// dot2AVX2 sums n (a multiple of 8, not 0) products of each pair into out.
+// dot2AVX2 sums n (a multiple of 16, not 0) products of each pair into out.
 //
 //go:noescape
 func dot2AVX2(a, x, h, ax *float64, n int, out *[2]float64)
@@ -43,3 +48,32 @@ func deltaRowFast(merged, base, half []float64, h halfULPBits, table *[2048]floa
 //
 //go:noescape
 func deltaAVX2(merged, base, half *float64, n int, minField, precision uint64, counts *[8]uint64)
+
+// deltaBF16 is DecodeFloat64 of both rows then deltaRow, for BF16 merged
+// and base, in one AVX2 pass over the bytes; ok is false where it does
+// not apply (then nothing is written).
+func deltaBF16(mb, bb []byte, delta, half []float64, h halfULPBits, table *[2048]float64) (differs, nonfinite uint64, ok bool) {
+	n := len(delta)
+	v := n &^ 3
+	if !cpuAVX2 || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
+		return 0, 0, false
+	}
+	half = half[:n]
+	var counts [8]uint64
+	deltaBF16AVX2(&mb[0], &bb[0], &delta[0], &half[0], v, h.minField, h.precision, &counts)
+	if v < n {
+		var merged [3]float64
+		quant.DecodeFloat64(safetensors.BF16, bb[2*v:2*n], delta[v:])
+		quant.DecodeFloat64(safetensors.BF16, mb[2*v:2*n], merged[:n-v])
+		differs, nonfinite = deltaRow(merged[:n-v], delta[v:], half[v:], h, table, true)
+	}
+	for i := range 4 {
+		differs, nonfinite = differs+counts[i], nonfinite+counts[4+i]
+	}
+	return differs, nonfinite, true
+}
+
+// deltaBF16AVX2 is deltaBF16's loop over n elements, a multiple of 4, not 0.
+//
+//go:noescape
+func deltaBF16AVX2(merged, base *byte, delta, half *float64, n int, minField, precision uint64, counts *[8]uint64)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -88,6 +89,45 @@ func TestDeltaRowFastMatchesPortable(t *testing.T) {
 					t.Errorf("%s n=%d [%d] (m %v): delta %v, half %v; fast %v, %v", d, n, i, merged[i], b1[i], h1[i], b2[i], h2[i])
 					break
 				}
+			}
+		}
+	}
+}
+
+// TestDeltaBF16MatchesPortable checks the fused BF16 loop against
+// decoding both rows and deltaRow, on random bit patterns (NaNs, infinities
+// and subnormals included) and equal elements.
+func TestDeltaBF16MatchesPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	bits, _ := newHalfULPBits(safetensors.BF16)
+	table := halfULPTable(safetensors.BF16)
+	for _, n := range []int{1, 3, 4, 5, 7, 64, 1027} {
+		mb, bb := make([]byte, 2*n), make([]byte, 2*n)
+		for i := range 2 * n {
+			mb[i], bb[i] = byte(rng.Uint32()), byte(rng.Uint32())
+		}
+		for i := 0; i < n; i += 3 {
+			bb[2*i], bb[2*i+1] = mb[2*i], mb[2*i+1]
+		}
+		merged, b1 := make([]float64, n), make([]float64, n)
+		quant.DecodeFloat64(safetensors.BF16, mb, merged)
+		quant.DecodeFloat64(safetensors.BF16, bb, b1)
+		h1, b2, h2 := make([]float64, n), make([]float64, n), make([]float64, n)
+		d1, nf1 := deltaRow(merged, b1, h1, bits, table, true)
+		d2, nf2, ok := deltaBF16(mb, bb, b2, h2, bits, table)
+		if !ok {
+			if cpuAVX2 && n >= 4 {
+				t.Fatalf("n=%d: the fused loop did not run", n)
+			}
+			continue
+		}
+		if d1 != d2 || nf1 != nf2 {
+			t.Errorf("n=%d: counts %d, %d; fused %d, %d", n, d1, nf1, d2, nf2)
+		}
+		for i := range n {
+			if math.Float64bits(b1[i]) != math.Float64bits(b2[i]) && !(b1[i] != b1[i] && b2[i] != b2[i]) || h1[i] != h2[i] {
+				t.Errorf("n=%d [%d]: delta %v, half %v; fused %v, %v", n, i, b1[i], h1[i], b2[i], h2[i])
+				break
 			}
 		}
 	}

@@ -7,3 +7,7 @@ func dot2(a, x, h, ax []float64) (s, f float64) { return dot2Go(a, x, h, ax) }
 func deltaRowFast(merged, base, half []float64, h halfULPBits, table *[2048]float64, useBits bool) (differs, nonfinite uint64) {
 	return deltaRow(merged, base, half, h, table, useBits)
 }
+
+func deltaBF16(mb, bb []byte, delta, half []float64, h halfULPBits, table *[2048]float64) (differs, nonfinite uint64, ok bool) {
+	return 0, 0, false
+}
