@@ -185,9 +185,7 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 			d, nf = deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
 		}
 		differs, nonfinite = differs+d, nonfinite+nf
-		for t := range k {
-			p.Diff[row*k+t], p.Floor[row*k+t] = dot2(s.base, p.Probes[t], s.half, p.absProbes[t])
-		}
+		dot2s(s.base, s.half, p.Probes, p.absProbes, p.Diff[row*k:(row+1)*k], p.Floor[row*k:(row+1)*k])
 	}
 	p.differs.Add(differs)
 	p.nonfinite.Add(nonfinite)

@@ -77,3 +77,34 @@ func deltaBF16(mb, bb []byte, delta, half []float64, h halfULPBits, table *[2048
 //
 //go:noescape
 func deltaBF16AVX2(merged, base *byte, delta, half *float64, n int, minField, precision uint64, counts *[8]uint64)
+
+// dot2s fills diff[t], floor[t] with dot2(a, probes[t], h, absProbes[t])
+// for every probe, three at a time in one AVX2 pass over a and h.
+func dot2s(a, h []float64, probes, absProbes [][]float64, diff, floor []float64) {
+	n := len(a)
+	v := n &^ 7
+	t := 0
+	if cpuAVX2 && v > 0 {
+		var out [6]float64
+		for ; t+3 <= len(probes); t += 3 {
+			x, ax := probes[t:t+3], absProbes[t:t+3]
+			for i := range 3 {
+				_, _ = x[i][n-1], ax[i][n-1] // the loop reads n of each
+			}
+			dot6AVX2(&a[0], &h[0], &x[0][0], &x[1][0], &x[2][0], &ax[0][0], &ax[1][0], &ax[2][0], v, &out)
+			for i := range 3 {
+				ts, tf := dot2Go(a[v:], x[i][v:], h[v:], ax[i][v:])
+				diff[t+i], floor[t+i] = out[i]+ts, out[3+i]+tf
+			}
+		}
+	}
+	for ; t < len(probes); t++ {
+		diff[t], floor[t] = dot2(a, probes[t], h, absProbes[t])
+	}
+}
+
+// dot6AVX2 is three dot2AVX2 over n elements, a multiple of 8, not 0:
+// out holds the three Σ a·x, then the three Σ h·ax.
+//
+//go:noescape
+func dot6AVX2(a, h, x0, x1, x2, ax0, ax1, ax2 *float64, n int, out *[6]float64)

@@ -11,3 +11,9 @@ func deltaRowFast(merged, base, half []float64, h halfULPBits, table *[2048]floa
 func deltaBF16(mb, bb []byte, delta, half []float64, h halfULPBits, table *[2048]float64) (differs, nonfinite uint64, ok bool) {
 	return 0, 0, false
 }
+
+func dot2s(a, h []float64, probes, absProbes [][]float64, diff, floor []float64) {
+	for t := range probes {
+		diff[t], floor[t] = dot2Go(a, probes[t], h, absProbes[t])
+	}
+}
