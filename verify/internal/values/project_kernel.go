@@ -6,11 +6,18 @@ import (
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
-// The projection's inner loops. A row is decoded once into float64 (the
-// BF16 decode is quant's word-at-a-time loop), turned in place into the
-// delta M − B with the half-ULP of each merged element beside it, and then
-// each probe costs one fused pass, dot2, that forms both its sums: on amd64
-// an AVX2 loop, elsewhere four float64 accumulators a sum.
+// The projection's inner loops. A row is turned once into the delta
+// M − B with the half-ULP of each merged element beside it (on amd64 one
+// AVX2 pass over the bytes for BF16 pairs, deltaBF16; else quant's decode
+// and deltaRowFast), and then the probes cost one pass over that row for
+// every three of them (dot2s): float64 products and sums, several
+// accumulators a sum, no per-element calls or tables.
+//
+// The probes stay Gaussian. Rademacher (±1) probes would make the floor
+// the same for every probe (Σ½ulp), but their detection bound is weaker
+// where it matters: a residual row with two equal wrong elements projects
+// to exactly 0 on half the ±1 vectors, where a Gaussian projection of it
+// is N(0, 2e²) and lands inside the floor only when e is near it.
 
 // halfULPBits computes half an ULP of a merged dtype from a float64's bits
 // with no table: see halfULPTable. ok is false for dtypes it does not know
