@@ -155,6 +155,7 @@ func shapeEqual(a, b []uint64) bool {
 // projectScratch is a worker's decoded rows.
 type projectScratch struct {
 	base, merged, half []float64
+	tail               *projectScratch // projectBF16x3's last elements
 }
 
 // block projects the whole rows of one block (see project_kernel.go).
@@ -174,9 +175,20 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	for r := range int(j.n) / cols {
 		row := int(j.start)/cols + r
 		brow, mrow := bb[r*cols*be:(r+1)*cols*be], mb[r*cols*me:(r+1)*cols*me]
+		diff, floor := p.Diff[row*k:(row+1)*k], p.Floor[row*k:(row+1)*k]
+		bf16 := bd == safetensors.BF16 && md == safetensors.BF16
+		if bf16 && k == 3 {
+			if s.tail == nil {
+				s.tail = &projectScratch{}
+			}
+			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, bits, table, diff, floor, s.tail); ok {
+				differs, nonfinite = differs+d, nonfinite+nf
+				continue
+			}
+		}
 		var d, nf uint64
 		fused := false
-		if bd == safetensors.BF16 && md == safetensors.BF16 {
+		if bf16 {
 			d, nf, fused = deltaBF16(mrow, brow, s.base, s.half, bits, table)
 		}
 		if !fused {
@@ -185,7 +197,7 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 			d, nf = deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
 		}
 		differs, nonfinite = differs+d, nonfinite+nf
-		dot2s(s.base, s.half, p.Probes, p.absProbes, p.Diff[row*k:(row+1)*k], p.Floor[row*k:(row+1)*k])
+		dot2s(s.base, s.half, p.Probes, p.absProbes, diff, floor)
 	}
 	p.differs.Add(differs)
 	p.nonfinite.Add(nonfinite)

@@ -108,3 +108,47 @@ func dot2s(a, h []float64, probes, absProbes [][]float64, diff, floor []float64)
 //
 //go:noescape
 func dot6AVX2(a, h, x0, x1, x2, ax0, ax1, ax2 *float64, n int, out *[6]float64)
+
+// projectBF16x3 is one row of a BF16 pair projected on three probes in a
+// single AVX2 pass over its bytes (deltaBF16 and dot2s fused); ok is false
+// where it does not apply (then nothing is written). tail is scratch for
+// the last cols mod 4 elements.
+func projectBF16x3(mb, bb []byte, probes, absProbes [][]float64, h halfULPBits, table *[2048]float64,
+	diff, floor []float64, tail *projectScratch) (differs, nonfinite uint64, ok bool) {
+	n := len(probes[0])
+	v := n &^ 3
+	if !cpuAVX2 || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
+		return 0, 0, false
+	}
+	x, ax := probes[:3], absProbes[:3]
+	for i := range 3 {
+		_, _ = x[i][n-1], ax[i][n-1] // the loop reads n of each
+	}
+	var out [6]float64
+	var counts [8]uint64
+	projBF16x3AVX2(&mb[0], &bb[0], &x[0][0], &x[1][0], &x[2][0], &ax[0][0], &ax[1][0], &ax[2][0], v, h.minField, h.precision, &out, &counts)
+	for i := range 4 {
+		differs, nonfinite = differs+counts[i], nonfinite+counts[4+i]
+	}
+	for i := range 3 {
+		diff[i], floor[i] = out[i], out[3+i]
+	}
+	if v < n {
+		tail.base, tail.merged, tail.half = growFloats(tail.base, n-v), growFloats(tail.merged, n-v), growFloats(tail.half, n-v)
+		quant.DecodeFloat64(safetensors.BF16, bb[2*v:2*n], tail.base)
+		quant.DecodeFloat64(safetensors.BF16, mb[2*v:2*n], tail.merged)
+		d, nf := deltaRow(tail.merged, tail.base, tail.half, h, table, true)
+		differs, nonfinite = differs+d, nonfinite+nf
+		for i := range 3 {
+			ts, tf := dot2Go(tail.base, x[i][v:], tail.half, ax[i][v:])
+			diff[i], floor[i] = diff[i]+ts, floor[i]+tf
+		}
+	}
+	return differs, nonfinite, true
+}
+
+// projBF16x3AVX2 is projectBF16x3's loop over n elements, a multiple of 4,
+// not 0: out holds the three Σ (M−B)·x, then the three Σ ½ulp(M)·|x|.
+//
+//go:noescape
+func projBF16x3AVX2(merged, base *byte, x0, x1, x2, ax0, ax1, ax2 *float64, n int, minField, precision uint64, out *[6]float64, counts *[8]uint64)

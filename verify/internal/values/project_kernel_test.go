@@ -159,3 +159,53 @@ func TestDot2sMatchesPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectBF16x3MatchesPortable checks the fused three-probe BF16 loop
+// against deltaRow and dot2Go on random bit patterns.
+func TestProjectBF16x3MatchesPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	bits, _ := newHalfULPBits(safetensors.BF16)
+	table := halfULPTable(safetensors.BF16)
+	for _, n := range []int{1, 4, 6, 64, 1027} {
+		mb, bb := make([]byte, 2*n), make([]byte, 2*n)
+		for i := range 2 * n {
+			mb[i], bb[i] = byte(rng.Uint32()), byte(rng.Uint32())
+		}
+		for i := 0; i < n; i += 3 {
+			bb[2*i], bb[2*i+1] = mb[2*i], mb[2*i+1]
+		}
+		for i := 1; i < 2*n; i += 4 {
+			mb[i] &^= 0x40 // half the elements finite and small
+			bb[i] &^= 0x40
+		}
+		probes, abs := make([][]float64, 3), make([][]float64, 3)
+		for q := range 3 {
+			probes[q], abs[q] = make([]float64, n), make([]float64, n)
+			for i := range n {
+				probes[q][i] = rng.NormFloat64()
+				abs[q][i] = math.Abs(probes[q][i])
+			}
+		}
+		merged, base, half := make([]float64, n), make([]float64, n), make([]float64, n)
+		quant.DecodeFloat64(safetensors.BF16, mb, merged)
+		quant.DecodeFloat64(safetensors.BF16, bb, base)
+		wd, wnf := deltaRow(merged, base, half, bits, table, true)
+		diff, floor := make([]float64, 3), make([]float64, 3)
+		d, nf, ok := projectBF16x3(mb, bb, probes, abs, bits, table, diff, floor, &projectScratch{})
+		if !ok {
+			continue // no AVX2, or purego
+		}
+		if d != wd || nf != wnf {
+			t.Errorf("n=%d: counts %d, %d; want %d, %d", n, d, nf, wd, wnf)
+		}
+		for q := range 3 {
+			ws, wf := dot2Go(base, probes[q], half, abs[q])
+			same := func(got, want float64) bool {
+				return math.Abs(got-want) <= 1e-9*(1+math.Abs(want)) || got == want || math.IsNaN(got) && math.IsNaN(want)
+			}
+			if !same(diff[q], ws) || !same(floor[q], wf) {
+				t.Errorf("n=%d probe %d: %v, %v; portable %v, %v", n, q, diff[q], floor[q], ws, wf)
+			}
+		}
+	}
+}
