@@ -6,7 +6,9 @@ import (
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
-// The projection's inner loops. A row is turned once into the delta
+// The projection's inner loops. For the common case, a BF16 pair on three
+// probes, one AVX2 pass a row does everything (projectBF16x3). Otherwise a
+// row is turned once into the delta
 // M − B with the half-ULP of each merged element beside it (on amd64 one
 // AVX2 pass over the bytes for BF16 pairs, deltaBF16; else quant's decode
 // and deltaRowFast), and then the probes cost one pass over that row for
