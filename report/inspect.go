@@ -52,7 +52,10 @@ func writeInspection(w io.Writer, ins *verify.Inspection, depth int) error {
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	return writeColumns(w, rows, "  ")
+	if err := writeColumns(w, rows, "  "); err != nil || ins.Adapter == nil {
+		return err
+	}
+	return writeAdapter(w, ins.Adapter)
 }
 
 // treeRows lists the modules below n. Tensors themselves (the leaves:

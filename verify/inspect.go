@@ -20,6 +20,8 @@ type Inspection struct {
 	Tree    *TreeNode   `json:"tree,omitempty"`
 	// Filter is the glob the tensors were filtered by, if any.
 	Filter string `json:"filter,omitempty"`
+	// Adapter describes a LoRA adapter (inspect_adapter.go), nil for a model.
+	Adapter *AdapterInspection `json:"adapter,omitempty"`
 }
 
 // A TensorRow is one tensor of an inspection.
@@ -95,6 +97,7 @@ func Inspect(c *checkpoint.Checkpoint, filter *adapter.Glob, tree bool) *Inspect
 			ins.add(t.DType.String(), row.Parameters, row.Bytes)
 		}
 	}
+	ins.Adapter = inspectAdapter(c)
 	ins.finish(tree)
 	return ins
 }

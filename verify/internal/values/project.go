@@ -154,10 +154,11 @@ func shapeEqual(a, b []uint64) bool {
 
 // projectScratch is a worker's decoded rows.
 type projectScratch struct {
-	base, merged, delta, half []float64
+	base, merged, half []float64
+	tail               *projectScratch // projectBF16x3's last elements
 }
 
-// block projects the whole rows of one block.
+// block projects the whole rows of one block (see project_kernel.go).
 func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	cols := int(p.cols)
 	if cols == 0 {
@@ -166,50 +167,40 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 	bd, md := p.Base.DType, p.Merged.DType
 	be, me := bd.Bits()/8, md.Bits()/8
 	s.base, s.merged = growFloats(s.base, cols), growFloats(s.merged, cols)
-	s.delta, s.half = growFloats(s.delta, cols), growFloats(s.half, cols)
-	halfULP := halfULPTable(md)
+	s.half = growFloats(s.half, cols)
+	bits, useBits := newHalfULPBits(md)
+	table := halfULPTable(md)
 	k := len(p.Probes)
 	var differs, nonfinite uint64
 	for r := range int(j.n) / cols {
 		row := int(j.start)/cols + r
-		quant.DecodeFloat64(bd, bb[r*cols*be:(r+1)*cols*be], s.base)
-		quant.DecodeFloat64(md, mb[r*cols*me:(r+1)*cols*me], s.merged)
-		for c, m := range s.merged {
-			b := s.base[c]
-			d := m - b
-			if d != 0 && !(m != m && b != b) { // NaN = NaN
-				differs++
+		brow, mrow := bb[r*cols*be:(r+1)*cols*be], mb[r*cols*me:(r+1)*cols*me]
+		diff, floor := p.Diff[row*k:(row+1)*k], p.Floor[row*k:(row+1)*k]
+		bf16 := bd == safetensors.BF16 && md == safetensors.BF16
+		if bf16 && k == 3 {
+			if s.tail == nil {
+				s.tail = &projectScratch{}
 			}
-			if m-m != 0 {
-				nonfinite++
-				d = 0
+			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, bits, table, diff, floor, s.tail); ok {
+				differs, nonfinite = differs+d, nonfinite+nf
+				continue
 			}
-			s.delta[c] = d
-			s.half[c] = halfULP[(math.Float64bits(m)>>52)&0x7ff]
 		}
-		for t := range k {
-			p.Diff[row*k+t] = dot(s.delta, p.Probes[t])
-			p.Floor[row*k+t] = dot(s.half, p.absProbes[t])
+		var d, nf uint64
+		fused := false
+		if bf16 {
+			d, nf, fused = deltaBF16(mrow, brow, s.base, s.half, bits, table)
 		}
+		if !fused {
+			quant.DecodeFloat64(bd, brow, s.base)
+			quant.DecodeFloat64(md, mrow, s.merged)
+			d, nf = deltaRowFast(s.merged, s.base, s.half, bits, table, useBits)
+		}
+		differs, nonfinite = differs+d, nonfinite+nf
+		dot2s(s.base, s.half, p.Probes, p.absProbes, diff, floor)
 	}
 	p.differs.Add(differs)
 	p.nonfinite.Add(nonfinite)
-}
-
-func dot(a, b []float64) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 func growFloats(b []float64, n int) []float64 {
