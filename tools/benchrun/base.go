@@ -27,7 +27,13 @@ func buildBase(rev, scratch string) (bin, desc string, err error) {
 	defer os.RemoveAll(src)
 	tarball := filepath.Join(scratch, "base.tar")
 	defer os.Remove(tarball)
-	if _, err := gitOutput("archive", "--format=tar", "-o", tarball, commit); err != nil {
+	// From the repository's top: git archive in a subdirectory (tools/,
+	// where make bench runs this) archives only that folder.
+	top, err := gitOutput("rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := gitOutput("-C", top, "archive", "--format=tar", "-o", tarball, commit); err != nil {
 		return "", "", err
 	}
 	if out, err := exec.Command("tar", "-x", "-f", tarball, "-C", src).CombinedOutput(); err != nil {
