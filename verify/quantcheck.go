@@ -52,6 +52,9 @@ type checkpointBinding struct {
 // bindCheckpoint binds c's quantized weights, from its headers and config;
 // ok is false when c is not quantized or no scheme binds it.
 func bindCheckpoint(c *checkpoint.Checkpoint) (checkpointBinding, bool) {
+	if !quantEvidence(c) {
+		return checkpointBinding{}, false // the common case: no sources built, nothing bound
+	}
 	srcs, _ := sources(c)
 	physical := make([]safetensors.TensorInfo, len(srcs))
 	for i, s := range srcs {
@@ -428,3 +431,31 @@ func linearModule(module string) bool {
 
 var linearLeaves = []string{"fc1", "fc2", "w1", "w2", "w3", "dense", "c_attn", "c_proj", "c_fc",
 	"query_key_value", "dense_h_to_4h", "dense_4h_to_h", "wq", "wk", "wv", "wo", "qkv"}
+
+// quantEvidence is quantOf's test, read straight off the config and the
+// headers: a quantization_config (or mlx-lm's "quantization"), or a tensor
+// of a sub-byte or 8-bit float dtype. Validate and inspect ask it for every
+// checkpoint, so an unquantized one costs a scan of dtypes and nothing more.
+func quantEvidence(c *checkpoint.Checkpoint) bool {
+	if cfg := parsedConfig(c); cfg != nil {
+		if raw, ok := cfg.Fields["quantization"]; cfg.Quantized || ok && string(raw) != "null" {
+			return true
+		}
+	}
+	for _, s := range c.Shards {
+		if h := s.Safetensors(); h != nil {
+			for _, t := range h.Tensors {
+				if lowBit(t.DType) {
+					return true
+				}
+			}
+		} else if s.Header != nil {
+			for _, t := range tensorfile.Tensors(s.Header) {
+				if lowBit(t.DType) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
