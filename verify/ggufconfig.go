@@ -67,7 +67,7 @@ func ggufConfigMismatches(pub *checkpoint.Config, exp *checkpoint.Checkpoint) []
 		}
 		// Ints holds num_key_value_heads as transformers defaults it.
 		want, ok := pub.Ints[k.field]
-		if g, gok := got.Uint(); ok && gok && g != want {
+		if g, gok := got.Uint(); ok && gok && g != want && !convertedOnPurpose(f, k.key, want, g) {
 			add(k.sev, key, k.field, utoa(want), utoa(g))
 		}
 	}
@@ -77,6 +77,24 @@ func ggufConfigMismatches(pub *checkpoint.Config, exp *checkpoint.Checkpoint) []
 		}
 	}
 	return out
+}
+
+// convertedOnPurpose reports a GGUF value the converter changes from
+// config.json on purpose (convert_hf_to_gguf.py @ a458664f): MLA models
+// (DeepseekV2Model, KimiLinearModel…) are written as MQA, head_count_kv 1,
+// and GLM-4.5 and others count their NextN (MTP) layers as blocks.
+func convertedOnPurpose(f *gguf.File, key string, want, got uint64) bool {
+	arch := f.Architecture()
+	switch key {
+	case "attention.head_count_kv":
+		_, mla := f.Lookup(arch + ".attention.kv_lora_rank")
+		return mla && got == 1
+	case "block_count":
+		v, ok := f.Lookup(arch + ".nextn_predict_layers")
+		n, nok := v.Uint()
+		return ok && nok && got == want+n
+	}
+	return false
 }
 
 // ggufVocabSize is <arch>.vocab_size, else the length of
