@@ -66,6 +66,8 @@ var familyOf = map[verify.Code]Family{
 	verify.CodeDriftExcessive:     FamilyValues,
 	verify.CodeNotTrained:         FamilyValues,
 
+	verify.CodeGGUFConfigMismatch: FamilyConfig,
+
 	verify.CodeShardUnreadable: FamilyFiles,
 	verify.CodeShardMissing:    FamilyFiles,
 	verify.CodeEmptyCheckpoint: FamilyFiles,

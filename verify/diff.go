@@ -163,6 +163,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		validated[1] = slices.DeleteFunc(validated[1], func(f Finding) bool { return f.Code == CodeConfigMismatch && f.Key == configDTypeKey })
 	}
 	d.Findings = append(validated[0], validated[1]...)
+	d.Findings = append(d.Findings, ggufConfigMismatches(parsedConfig(pub), exp)...)
 	// The export's logical tensors are capped by what could match: a hostile
 	// export of stacked zero-byte experts cannot make millions of them.
 	limit := 2*len(physical[0]) + maxExtraTensors
