@@ -145,6 +145,9 @@ func realize(b *Binding, infos []*tensorfile.TensorInfo, codec Codec, decoded, c
 	c := carry(codec, extra, sizes)
 	if metaAt >= 0 && resolve != nil {
 		cc, ok := c.(*carried)
+		if cs, stepped := c.(*carriedStepped); stepped {
+			cc, ok = cs.carried, true
+		}
 		if !ok {
 			return false
 		}
