@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -170,6 +172,87 @@ func TestQuantValuesMLX(t *testing.T) {
 			}
 			for _, s := range rep.Tensors {
 				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != "elementwise") {
+					t.Errorf("%s: %+v", s.Key, s)
+				}
+			}
+		})
+	}
+}
+
+// quantizeGPTQ lays a BF16 [out, in] tensor out as GPTQ v2 int4 with groups
+// of group input columns, quantized to nearest (AutoGPTQ's RTN fallback:
+// scale (max − min)/15 in F16, zero round(−min/scale)), every scale stored
+// mult times the faithful one: qweight, scales, qzeros.
+func quantizeGPTQ(t fixture.Tensor, group uint64, mult float32) []fixture.Tensor {
+	out, in := t.Shape[0], t.Shape[1]
+	vals := make([]float64, out*in)
+	quant.DecodeFloat64(t.DType, t.Data, vals)
+	groups := in / group
+	qw, qz := make([]uint32, in/8*out), make([]uint32, groups*out/8)
+	scales := make([]float32, groups*out)
+	for o := range out {
+		for g := range groups {
+			xs := vals[o*in+g*group : o*in+(g+1)*group]
+			lo, hi := min(slices.Min(xs), 0), max(slices.Max(xs), 0)
+			s := float32(float16.Fromfloat32(float32((hi - lo) / 15 * 1.01)).Float32())
+			z := max(0, min(15, math.Round(-lo/float64(s))))
+			scales[g*out+o] = s * mult
+			qz[g*(out/8)+o/8] |= uint32(z) << (4 * (o % 8))
+			for i, x := range xs {
+				q := uint32(max(0, min(15, math.Round(x/float64(s))+z)))
+				c := g*group + uint64(i)
+				qw[(c/8)*out+o] |= q << (4 * (c % 8))
+			}
+		}
+	}
+	words := func(ws []uint32) []byte {
+		var b []byte
+		for _, w := range ws {
+			b = binary.LittleEndian.AppendUint32(b, w)
+		}
+		return b
+	}
+	base := t.Name[:len(t.Name)-len("weight")]
+	return []fixture.Tensor{{Name: base + "qweight", DType: safetensors.I32, Shape: []uint64{in / 8, out}, Data: words(qw)},
+		{Name: base + "scales", DType: safetensors.F16, Shape: []uint64{groups, out}, Data: fixture.Encode(scales, safetensors.F16)},
+		{Name: base + "qzeros", DType: safetensors.I32, Shape: []uint64{groups, out / 8}, Data: words(qz)}}
+}
+
+// TestQuantValuesGPTQ: a GPTQ int4 export, judged statistically by its
+// steps: faithful passes, one weight's scales ×2 is a quantization_error.
+func TestQuantValuesGPTQ(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 72)
+	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 64), bf16Weights(kProj, 3, 24, 192)}
+	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "gptq", "bits": 4, "group_size": 32, "checkpoint_format": "gptq_v2"}}
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, src, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		mult float32
+		want []string
+	}{
+		{"faithful", 1, nil},
+		{"scale x2", 2, []string{"error quantization_error " + qProj}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := []fixture.Tensor{norm}
+			out = append(out, quantizeGPTQ(src[1], 32, c.mult)...)
+			out = append(out, quantizeGPTQ(src[2], 32, 1)...)
+			d := diffPaths(t, pub, export(t, out, cfg), DiffOptions{WeightsOnly: true})
+			if got := notable(d.Findings); len(got) != 0 {
+				t.Fatalf("structure: %v", d.Findings)
+			}
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := notable(rep.Findings); !slices.Equal(got, c.want) {
+				t.Errorf("findings %q, want %q", got, c.want)
+			}
+			for _, s := range rep.Tensors {
+				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != "statistical") {
 					t.Errorf("%s: %+v", s.Key, s)
 				}
 			}
