@@ -49,11 +49,7 @@ func TestQuantValuesBlockFP8(t *testing.T) {
 	norm := bf16Weights("model.norm.weight", 1, 72)
 	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 72), bf16Weights(kProj, 3, 24, 200)}
 	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "fp8", "weight_block_size": []int{16, 16}}}
-	pub := filepath.Join(t.TempDir(), "published")
-	if err := fixture.WriteSharded(pub, src, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	quantized := func(mult float32) []fixture.Tensor {
+	checkJudgedBySteps(t, src, cfg, "elementwise", func(mult float32) []fixture.Tensor {
 		out := []fixture.Tensor{norm}
 		for i, x := range src[1:] {
 			m := float32(1)
@@ -64,34 +60,7 @@ func TestQuantValuesBlockFP8(t *testing.T) {
 			out = append(out, w, s)
 		}
 		return out
-	}
-	for _, c := range []struct {
-		name string
-		mult float32
-		want []string
-	}{
-		{"faithful", 1, nil},
-		{"scale x2", 2, []string{"error quantization_error " + qProj}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			d := diffPaths(t, pub, export(t, quantized(c.mult), cfg), DiffOptions{WeightsOnly: true})
-			if got := notable(d.Findings); len(got) != 0 {
-				t.Fatalf("structure: %v", d.Findings)
-			}
-			rep, err := d.CompareValues(context.Background(), ValueOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := notable(rep.Findings); !slices.Equal(got, c.want) {
-				t.Errorf("findings %q, want %q", got, c.want)
-			}
-			for _, s := range rep.Tensors {
-				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != "elementwise") {
-					t.Errorf("%s: %+v", s.Key, s)
-				}
-			}
-		})
-	}
+	})
 }
 
 // quantizeMLX quantizes a BF16 [rows, cols] tensor to mlx's 4-bit affine
@@ -143,40 +112,10 @@ func TestQuantValuesMLX(t *testing.T) {
 	norm := bf16Weights("model.norm.weight", 1, 72)
 	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 64), bf16Weights(kProj, 3, 24, 192)}
 	cfg := map[string]any{"model_type": "llama", "quantization": map[string]any{"group_size": 32, "bits": 4}}
-	pub := filepath.Join(t.TempDir(), "published")
-	if err := fixture.WriteSharded(pub, src, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		mult float32
-		want []string
-	}{
-		{"faithful", 1, nil},
-		{"scale x2", 2, []string{"error quantization_error " + qProj}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			out := []fixture.Tensor{norm}
-			out = append(out, quantizeMLX(src[1], 32, c.mult)...)
-			out = append(out, quantizeMLX(src[2], 32, 1)...)
-			d := diffPaths(t, pub, export(t, out, cfg), DiffOptions{WeightsOnly: true})
-			if got := notable(d.Findings); len(got) != 0 {
-				t.Fatalf("structure: %v", d.Findings)
-			}
-			rep, err := d.CompareValues(context.Background(), ValueOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := notable(rep.Findings); !slices.Equal(got, c.want) {
-				t.Errorf("findings %q, want %q", got, c.want)
-			}
-			for _, s := range rep.Tensors {
-				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != "elementwise") {
-					t.Errorf("%s: %+v", s.Key, s)
-				}
-			}
-		})
-	}
+	checkJudgedBySteps(t, src, cfg, "elementwise", func(mult float32) []fixture.Tensor {
+		out := append([]fixture.Tensor{norm}, quantizeMLX(src[1], 32, mult)...)
+		return append(out, quantizeMLX(src[2], 32, 1)...)
+	})
 }
 
 // quantizeGPTQ lays a BF16 [out, in] tensor out as GPTQ v2 int4 with groups
@@ -224,6 +163,17 @@ func TestQuantValuesGPTQ(t *testing.T) {
 	norm := bf16Weights("model.norm.weight", 1, 72)
 	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 64), bf16Weights(kProj, 3, 24, 192)}
 	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "gptq", "bits": 4, "group_size": 32, "checkpoint_format": "gptq_v2"}}
+	checkJudgedBySteps(t, src, cfg, "statistical", func(mult float32) []fixture.Tensor {
+		out := append([]fixture.Tensor{norm}, quantizeGPTQ(src[1], 32, mult)...)
+		return append(out, quantizeGPTQ(src[2], 32, 1)...)
+	})
+}
+
+// checkJudgedBySteps exports quantized(mult) against src published as is,
+// and checks that mult 1 passes and mult 2 (one weight's scales doubled)
+// is qProj's quantization_error, both sides judged by bound.
+func checkJudgedBySteps(t *testing.T, src []fixture.Tensor, cfg map[string]any, bound string, quantized func(mult float32) []fixture.Tensor) {
+	t.Helper()
 	pub := filepath.Join(t.TempDir(), "published")
 	if err := fixture.WriteSharded(pub, src, 1, nil); err != nil {
 		t.Fatal(err)
@@ -237,10 +187,7 @@ func TestQuantValuesGPTQ(t *testing.T) {
 		{"scale x2", 2, []string{"error quantization_error " + qProj}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := []fixture.Tensor{norm}
-			out = append(out, quantizeGPTQ(src[1], 32, c.mult)...)
-			out = append(out, quantizeGPTQ(src[2], 32, 1)...)
-			d := diffPaths(t, pub, export(t, out, cfg), DiffOptions{WeightsOnly: true})
+			d := diffPaths(t, pub, export(t, quantized(c.mult), cfg), DiffOptions{WeightsOnly: true})
 			if got := notable(d.Findings); len(got) != 0 {
 				t.Fatalf("structure: %v", d.Findings)
 			}
@@ -252,7 +199,7 @@ func TestQuantValuesGPTQ(t *testing.T) {
 				t.Errorf("findings %q, want %q", got, c.want)
 			}
 			for _, s := range rep.Tensors {
-				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != "statistical") {
+				if (s.Key == qProj || s.Key == kProj) && (s.Quantization == nil || s.Quantization.Bound != bound) {
 					t.Errorf("%s: %+v", s.Key, s)
 				}
 			}
