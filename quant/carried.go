@@ -125,6 +125,7 @@ func (c *carriedStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 // (resolve) or its encoding.
 type resolving struct {
 	*carried
+	self    Codec // the carried codec resolve reads, with its steps if it states them
 	meta    int
 	resolve func(c Codec, meta []byte) (Codec, []uint64, error)
 }
@@ -134,7 +135,7 @@ func (r *resolving) Resolve(meta []byte) (Codec, []uint64, error) {
 	if len(meta) > MaxMetaBytes {
 		return nil, nil, fmt.Errorf("%s: %d bytes of %s, more than %d", r, len(meta), r.parts[r.meta].Role, MaxMetaBytes)
 	}
-	return r.resolve(r.carried, meta)
+	return r.resolve(r.self, meta)
 }
 
 // i64Shape reads compressed-tensors' weight_shape: a few little-endian
