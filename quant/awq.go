@@ -82,6 +82,17 @@ func (c *AWQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, false)
+}
+
+// Steps writes the step of each value of rows [r0, r1): its group's scale
+// (see affineStep).
+func (c *AWQ) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, true)
+}
+
+// decode writes the values of rows [r0, r1) or, when steps, their steps.
+func (c *AWQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
 	var buf [3]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -105,7 +116,7 @@ func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error
 			zw := word(zeros, g*nw+w)
 			for j := range uint64(8) {
 				z := int32(zw >> (4 * awqNibble[j]) & 0xF)
-				zeroScaleLUT(luts[j][:], z, floatAt(sd, scales, g*nr+w*8+j), sd)
+				affineLUT(luts[j][:], z, floatAt(sd, scales, g*nr+w*8+j), sd, steps)
 			}
 			for col := g * c.group; col < (g+1)*c.group; col++ {
 				v := word(qw, col*nw+w)

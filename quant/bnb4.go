@@ -149,6 +149,16 @@ func (c *BNB4) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *BNB4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, false)
+}
+
+// Steps writes the step of each value of rows [r0, r1) (see bnb_steps.go).
+func (c *BNB4) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, true)
+}
+
+// decode writes the values of rows [r0, r1) or, when steps, their steps.
+func (c *BNB4) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -161,10 +171,17 @@ func (c *BNB4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 	b0 := e0 >> c.shift
 	n0 := b0 / max(c.nestedBlocksize, 1)
 	data, code := parts[0], c.code
+	var st bnbSteps
+	if steps {
+		st.init(c, parts)
+	}
 	for b := b0; b<<c.shift < e1; b++ {
-		var a float32
+		var a, da float32
 		if c.nested {
 			q := parts[1][b-b0]
+			if steps {
+				da = st.nested[q] * absf(floatAt(tensorfile.F32, parts[2], b/c.nestedBlocksize-n0))
+			}
 			a = float32(floatAt(tensorfile.F32, parts[3], uint64(q))*floatAt(tensorfile.F32, parts[2], b/c.nestedBlocksize-n0)) + c.nestedOffset
 		} else {
 			a = floatAt(tensorfile.F32, parts[1], b-b0)
@@ -172,6 +189,9 @@ func (c *BNB4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 		var lut [16]float32 // the block's 16 values, stored in the output dtype
 		for i, v := range code {
 			lut[i] = roundTo(c.out, v*a)
+		}
+		if steps {
+			st.block(c, &lut, a, da)
 		}
 		lo, hi := max(e0, b<<c.shift), min(e1, (b+1)<<c.shift)
 		out := dst[lo-e0 : hi-e0]

@@ -48,7 +48,12 @@ func carry(c Codec, extra []Part, sizes []uint64) Codec {
 	if v, ok := carriedCodecs.Load(key); ok {
 		return v.(Codec)
 	}
-	v, _ := carriedCodecs.LoadOrStore(key, &carried{inner: c, parts: append(slices.Clone(c.Parts()), extra...), sizes: slices.Clone(sizes)})
+	cc := &carried{inner: c, parts: append(slices.Clone(c.Parts()), extra...), sizes: slices.Clone(sizes)}
+	var nc Codec = cc
+	if _, ok := c.(stepper); ok {
+		nc = &carriedStepped{cc}
+	}
+	v, _ := carriedCodecs.LoadOrStore(key, nc)
 	return v.(Codec)
 }
 
@@ -100,10 +105,27 @@ func (c *carried) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) e
 	return c.inner.Decode(d, r0, r1, parts[:n], dst)
 }
 
+// stepper is values.Stepper, which quant cannot import.
+type stepper interface {
+	Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error
+}
+
+// carriedStepped is a carried codec whose inner codec says its steps.
+type carriedStepped struct{ *carried }
+
+// Steps are the inner codec's, from its parts.
+func (c *carriedStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	if len(parts) != len(c.parts) {
+		return fmt.Errorf("%s: %d parts, want %d", c, len(parts), len(c.parts))
+	}
+	return c.inner.(stepper).Steps(d, r0, r1, parts[:len(c.parts)-len(c.sizes)], dst)
+}
+
 // resolving is a carried codec whose meta part says the weight's shape
 // (resolve) or its encoding.
 type resolving struct {
 	*carried
+	self    Codec // the carried codec resolve reads, with its steps if it states them
 	meta    int
 	resolve func(c Codec, meta []byte) (Codec, []uint64, error)
 }
@@ -113,7 +135,7 @@ func (r *resolving) Resolve(meta []byte) (Codec, []uint64, error) {
 	if len(meta) > MaxMetaBytes {
 		return nil, nil, fmt.Errorf("%s: %d bytes of %s, more than %d", r, len(meta), r.parts[r.meta].Role, MaxMetaBytes)
 	}
-	return r.resolve(r.carried, meta)
+	return r.resolve(r.self, meta)
 }
 
 // i64Shape reads compressed-tensors' weight_shape: a few little-endian

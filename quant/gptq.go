@@ -123,6 +123,17 @@ func (c *GPTQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, false)
+}
+
+// Steps writes the step of each value of rows [r0, r1): its group's scale
+// (see affineStep).
+func (c *GPTQ) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, true)
+}
+
+// decode writes the values of rows [r0, r1) or, when steps, their steps.
+func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -149,7 +160,7 @@ func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 		out := dst[o*d.Cols : (o+1)*d.Cols]
 		if columnOrder && g.group%c.pack == 0 {
 			for gi := range g.groups {
-				zeroScaleLUT(lut[:1<<c.bits], zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd)
+				affineLUT(lut[:1<<c.bits], zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, steps)
 				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
 					unpackWord(out[k*c.pack:], word(qw, k*nr+o), c.bits, c.pack, &lut)
 				}
@@ -162,7 +173,7 @@ func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 				gi = uint64(word(parts[3], col))
 			}
 			q := int32(word(qw, (col/c.pack)*nr+o) >> ((col % c.pack) * c.bits) & mask)
-			out[col] = roundTo(sd, float32(q-zeroAt(gi, o))*floatAt(sd, scales, gi*nr+o))
+			out[col] = affineValue(q, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, steps)
 		}
 	}
 	return nil

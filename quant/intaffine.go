@@ -80,3 +80,33 @@ func unpackWord(out []float32, w uint32, bits, pack uint64, lut *[256]float32) {
 		out[j] = lut[w>>(j*bits)&mask]
 	}
 }
+
+// Steps of the integer codecs (values.Stepper): the grid (q − z)·s is
+// uniform, its spacing the group's scale; the product's store in a 16-bit
+// dtype rounds once more, and the step is widened by twice that.
+
+// affineLUT fills lut as zeroScaleLUT does or, when steps, with each
+// code's step.
+func affineLUT(lut []float32, z int32, s float32, d tensorfile.DType, steps bool) {
+	zeroScaleLUT(lut, z, s, d)
+	if steps {
+		for q, v := range lut {
+			lut[q] = affineStep(s, v, d)
+		}
+	}
+}
+
+// affineValue is one code's value (q − z)·s stored in d or, when steps,
+// its step.
+func affineValue(q, z int32, s float32, d tensorfile.DType, steps bool) float32 {
+	v := roundTo(d, float32(q-z)*s)
+	if steps {
+		return affineStep(s, v, d)
+	}
+	return v
+}
+
+// affineStep is the step of a value v of a grid of spacing s stored in d.
+func affineStep(s, v float32, d tensorfile.DType) float32 {
+	return absf(s) + 2*unitRoundoff(d)*absf(v)
+}

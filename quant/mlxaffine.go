@@ -77,6 +77,17 @@ func (c *MLXAffine) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *MLXAffine) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, false)
+}
+
+// Steps writes the step of each value of rows [r0, r1): its group's scale,
+// widened by twice the roundings to T of the product and the sum.
+func (c *MLXAffine) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, true)
+}
+
+// decode writes the values of rows [r0, r1) or, when steps, their steps.
+func (c *MLXAffine) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
 	var buf [3]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -93,6 +104,9 @@ func (c *MLXAffine) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32)
 		for q := range lut[:1<<c.bits] {
 			p := float32(float32(q) * s) // rounded before the add: no fused multiply-add
 			lut[q] = roundTo(t, roundTo(t, p)+b)
+			if steps {
+				lut[q] = affineStep(s, roundTo(t, p), t) + 2*unitRoundoff(t)*absf(lut[q])
+			}
 		}
 		out := dst[k*c.group : (k+1)*c.group]
 		for i := range wpg {

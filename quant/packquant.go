@@ -139,6 +139,17 @@ func (c *PackQuantized) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error)
 }
 
 func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, false)
+}
+
+// Steps writes the step of each value of rows [r0, r1): its group's scale
+// (see affineStep).
+func (c *PackQuantized) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, true)
+}
+
+// decode writes the values of rows [r0, r1) or, when steps, their steps.
+func (c *PackQuantized) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -171,7 +182,7 @@ func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 		srow := (r - r0) * g.groups
 		if columnOrder {
 			for gi := range g.groups {
-				zeroScaleLUT(lut[:1<<c.bits], zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd)
+				affineLUT(lut[:1<<c.bits], zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, steps)
 				col, end := gi*g.group, min((gi+1)*g.group, d.Cols)
 				for ; col%c.pack == 0 && col+c.pack <= end; col += c.pack {
 					unpackWord(out[col:], word(row, col/c.pack), c.bits, c.pack, &lut)
@@ -185,7 +196,7 @@ func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 		for col := range d.Cols {
 			gi := uint64(word(gidx, col))
 			q := int32(word(row, col/c.pack) >> ((col % c.pack) * c.bits) & mask)
-			out[col] = roundTo(sd, float32(q-zeroAt(r, gi))*floatAt(sd, parts[1], srow+gi))
+			out[col] = affineValue(q, zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, steps)
 		}
 	}
 	return nil

@@ -171,6 +171,8 @@ func TestResolvers(t *testing.T) {
 	meta := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 4), 13)
 	if c, shape, err := r.Resolve(meta); err != nil || !slices.Equal(shape, []uint64{4, 13}) || !slices.Equal(c.Parts(), r.Parts()) || c.String() != r.String() {
 		t.Errorf("Resolve = %v, %v, %v", c, shape, err)
+	} else if _, ok := c.(stepper); !ok {
+		t.Errorf("resolved %s states no steps", c)
 	}
 	if _, _, err := r.Resolve(meta[:7]); err == nil {
 		t.Error("a short weight_shape: no error")

@@ -145,10 +145,13 @@ func realize(b *Binding, infos []*tensorfile.TensorInfo, codec Codec, decoded, c
 	c := carry(codec, extra, sizes)
 	if metaAt >= 0 && resolve != nil {
 		cc, ok := c.(*carried)
+		if cs, stepped := c.(*carriedStepped); stepped {
+			cc, ok = cs.carried, true
+		}
 		if !ok {
 			return false
 		}
-		c = internResolving(cc, metaAt, resolve)
+		c = internResolving(cc, c, metaAt, resolve)
 	}
 	b.Codec, b.Parts = c, names
 	return true
@@ -156,10 +159,12 @@ func realize(b *Binding, infos []*tensorfile.TensorInfo, codec Codec, decoded, c
 
 var resolvingCodecs sync.Map // *carried → *resolving
 
-func internResolving(c *carried, meta int, resolve func(Codec, []byte) (Codec, []uint64, error)) Codec {
-	if v, ok := resolvingCodecs.Load(c); ok {
+// internResolving makes c (which is cc, or cc stating its steps) a
+// Resolver; resolve is given c.
+func internResolving(cc *carried, c Codec, meta int, resolve func(Codec, []byte) (Codec, []uint64, error)) Codec {
+	if v, ok := resolvingCodecs.Load(cc); ok {
 		return v.(Codec)
 	}
-	v, _ := resolvingCodecs.LoadOrStore(c, &resolving{carried: c, meta: meta, resolve: resolve})
+	v, _ := resolvingCodecs.LoadOrStore(cc, &resolving{carried: cc, self: c, meta: meta, resolve: resolve})
 	return v.(Codec)
 }

@@ -147,7 +147,7 @@ func codecCompensates(c quant.Codec) bool {
 
 // codecOperand is a quantized operand for the engine: its codec, each
 // part's segments (the data's, then each companion's, as the codec lists
-// them), and the codec's steps where verify knows them.
+// them); the engine asks the codec for its steps (values.Stepper).
 func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.Segment) values.Operand {
 	q := o.t.Quant
 	parts := make([][]values.Segment, len(q.Parts))
@@ -160,7 +160,7 @@ func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.S
 			parts[i] = segments(q.Companions[k], o.src)
 		}
 	}
-	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Steps: stepperOf(q.Codec)}
+	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape}
 }
 
 // judgeQuant judges a pair compared through codecs against its encoding's
