@@ -53,6 +53,9 @@ type AdapterTarget struct {
 // inspectAdapter describes c as an adapter, or returns nil when c has
 // neither an adapter config nor PEFT LoRA tensors.
 func inspectAdapter(c *checkpoint.Checkpoint) *AdapterInspection {
+	if c.PEFT == nil && !hasLoRANames(c) {
+		return nil // a model: no adapter to read (readLoRA maps every tensor)
+	}
 	la := readLoRA(c)
 	if c.PEFT == nil && len(la.modules) == 0 {
 		return nil
@@ -88,4 +91,17 @@ func inspectAdapter(c *checkpoint.Checkpoint) *AdapterInspection {
 	}
 	slices.SortFunc(ai.Saved, strings.Compare)
 	return ai
+}
+
+// hasLoRANames reports a tensor named like an adapter's (lora_A, lora_a,
+// lora_magnitude_vector…): a cheap look before readLoRA.
+func hasLoRANames(c *checkpoint.Checkpoint) bool {
+	for _, s := range c.Shards {
+		for _, t := range headerTensors(s) {
+			if strings.Contains(t.Name, "lora_") {
+				return true
+			}
+		}
+	}
+	return false
 }
