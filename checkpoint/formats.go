@@ -130,7 +130,7 @@ func IsWeightFile(name string) bool {
 // pytorch_model.bin.index.json), nil when it says none.
 func indexedFormat(index string) tensorfile.Format {
 	name := strings.TrimSuffix(index, hfIndexSuffix)
-	if m := variantIndex.FindStringSubmatch(index); m != nil {
+	if m := variantIndex().FindStringSubmatch(index); m != nil {
 		name = m[1] + m[2]
 	}
 	if name == index || !IsWeightFile(name) {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 )
@@ -32,7 +33,9 @@ func isDirError(err error) bool {
 	return errors.As(err, &e) && e.Mode.IsDir()
 }
 
-var repoID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?(@[A-Za-z0-9._/-]+)?$`)
+var repoID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?(@[A-Za-z0-9._/-]+)?$`)
+})
 
 // HubCacheDir is the Hugging Face hub cache: $HF_HUB_CACHE, else
 // $HF_HOME/hub, else ~/.cache/huggingface/hub.
@@ -52,7 +55,7 @@ func HubCacheDir() string {
 
 // LooksLikeRepoID reports whether s has the form of a repo id,
 // "name" or "org/name", with an optional "@revision".
-func LooksLikeRepoID(s string) bool { return repoID.MatchString(s) }
+func LooksLikeRepoID(s string) bool { return repoID().MatchString(s) }
 
 // ResolveHub finds the snapshot directory of a repo id "org/name[@revision]"
 // (or "name[@revision]") in the hub cache. The revision is a branch or tag

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A Layout is a way of spreading one checkpoint over several files, told
@@ -79,9 +80,15 @@ func (hfIndex) IsIndex(name string) bool { return strings.HasSuffix(name, hfInde
 // model.fp16-00001-of-00002.safetensors, model.safetensors.index.fp16.json.
 // plainIndex matches the usual names of the plain checkpoint's index.
 var (
-	variantShard = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
-	variantIndex = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
-	plainIndex   = regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
+	variantShard = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)\.([A-Za-z0-9_]+)(-\d+-of-\d+)?$`)
+	})
+	variantIndex = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.([A-Za-z0-9_]+)\.json$`)
+	})
+	plainIndex = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(model|pytorch_model|diffusion_pytorch_model)((?:\.[A-Za-z0-9_]+)+?)\.index\.json$`)
+	})
 )
 
 // isExt reports whether ext is a registered format's whole extension.
@@ -91,9 +98,9 @@ func (hfIndex) Indexes(names []string) (byVariant map[string]string, others []st
 	byVariant = map[string]string{}
 	for _, n := range names {
 		variant, ok := "", false
-		if m := variantIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
+		if m := variantIndex().FindStringSubmatch(n); m != nil && isExt(m[2]) {
 			variant, ok = m[3], true
-		} else if m := plainIndex.FindStringSubmatch(n); m != nil && isExt(m[2]) {
+		} else if m := plainIndex().FindStringSubmatch(n); m != nil && isExt(m[2]) {
 			ok = true
 		}
 		if _, taken := byVariant[variant]; ok && taken {
@@ -115,7 +122,7 @@ func (hfIndex) ParseIndex(b []byte) (*Index, error) { return ParseIndex(b) }
 // model.fp16.safetensors), "" for the plain checkpoint's.
 func shardVariant(name string) string {
 	stem := strings.TrimSuffix(name, tensorExt(name))
-	if m := variantShard.FindStringSubmatch(stem); m != nil && stem != name {
+	if m := variantShard().FindStringSubmatch(stem); m != nil && stem != name {
 		return m[2]
 	}
 	return ""

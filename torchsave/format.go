@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"regexp"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -58,12 +59,14 @@ func (format) Sniff(prefix []byte, size int64) bool {
 // pytorch_model.fp16.bin; diffusers' diffusion_pytorch_model.bin). A
 // trainer's other pickles (training_args.bin, optimizer.pt, scheduler.pt,
 // rng_state.pth) are not.
-var weightNames = regexp.MustCompile(`^(diffusion_)?pytorch_model([.-][A-Za-z0-9_.-]*)?\.bin$`)
+var weightNames = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(diffusion_)?pytorch_model([.-][A-Za-z0-9_.-]*)?\.bin$`)
+})
 
 // WeightFile reports whether a file of a folder listing holds weights (see
 // weightNames); checkpoint reads only those of a folder. A file named on
 // the command line is read whatever its name.
-func (format) WeightFile(name string) bool { return weightNames.MatchString(name) }
+func (format) WeightFile(name string) bool { return weightNames().MatchString(name) }
 
 func (format) Open(r io.ReaderAt, size int64) (tensorfile.File, error) {
 	f, err := NewFile(r, size)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
@@ -66,7 +67,7 @@ type hfRef struct {
 	tg   target
 }
 
-var repoPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var repoPart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // parseHF takes apart hf://org/name[@revision][/path]. A revision holding
 // slashes (refs/pr/3) is given URL-encoded (refs%2Fpr%2F3).
@@ -84,7 +85,7 @@ func parseHF(p string) (hfRef, error) {
 		}
 		rev = r
 	}
-	if !repoPart.MatchString(parts[0]) || !repoPart.MatchString(name) {
+	if !repoPart().MatchString(parts[0]) || !repoPart().MatchString(name) {
 		return hfRef{}, fmt.Errorf("%s: %q is not a repository id (org/name)", p, parts[0]+"/"+name)
 	}
 	ref := hfRef{repo: parts[0] + "/" + name, rev: rev}
@@ -273,7 +274,7 @@ type hubSibling struct {
 // listing, with sizes and hashes, is a few hundred bytes a file.
 const maxHubAnswer = 64 << 20
 
-var commitID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var commitID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // resolve asks the Hub which commit a revision is, and its files.
 func (s *hfSource) resolve(ctx context.Context, rev string) (*hubInfo, error) {
@@ -334,7 +335,7 @@ func (s *hfSource) resolveOnce(ctx context.Context, u string, rev string) (*hubI
 		return nil, &Error{Path: s.display, Cause: err.Error(), Temporary: !errors.As(err, &over)}
 	}
 	var info hubInfo
-	if err := json.Unmarshal(b, &info); err != nil || !commitID.MatchString(info.SHA) {
+	if err := json.Unmarshal(b, &info); err != nil || !commitID().MatchString(info.SHA) {
 		return nil, &Error{Path: s.display, Cause: "the Hub's answer for revision " + rev + " is not a model's description with a commit id"}
 	}
 	return &info, nil

@@ -2,11 +2,14 @@ package s3
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +17,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -71,50 +73,55 @@ func openS3(ctx context.Context, p string, o checkpoint.Options) (*checkpoint.Lo
 	return remote.Locate(ctx, s, name)
 }
 
-// newS3Client loads the SDK's configuration. With no region configured
-// (and no endpoint of its own), the bucket's region is asked for.
+// newS3Client reads the AWS configuration (awsconfig.go). With no region
+// configured (and no endpoint of its own), the bucket's region is asked for.
 func newS3Client(ctx context.Context, bucket string, opt *checkpoint.RemoteOptions) (*s3.Client, error) {
-	// The configuration is loaded with the SDK's buildable client, which
-	// takes AWS_CA_BUNDLE into its transport; S3's requests then go
-	// through that transport in a client that follows no redirect (see
-	// noRedirects).
-	bc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-		tr.MaxIdleConnsPerHost = 64
-		tr.DisableCompression = true
-	})
-	loads := []func(*config.LoadOptions) error{config.WithHTTPClient(bc)}
-	if opt.NoSignRequest {
-		loads = append(loads, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loads...)
+	c, err := loadAWSConfig(os.Getenv)
 	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %v", err)
+		return nil, err
 	}
-	if b, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
-		bc = b
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.DisableCompression = true
+	if f := c.caBundle(); f != "" {
+		pem, err := readSmallFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("AWS CA bundle: %v", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("AWS CA bundle %s: no PEM certificate", f)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots}
 	}
-	hc := &http.Client{Transport: bc.GetTransport(), CheckRedirect: noRedirects}
-	customEndpoint := false
-	options := func(o *s3.Options) {
-		o.HTTPClient = hc
-		// Retries are ckptcheck's own (the same for every source); the
-		// SDK's would multiply them.
-		o.Retryer = aws.NopRetryer{}
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		if o.BaseEndpoint != nil {
-			o.UsePathStyle, customEndpoint = true, true
+	hc := &http.Client{Transport: tr, CheckRedirect: noRedirects}
+	var creds aws.CredentialsProvider = aws.AnonymousCredentials{}
+	if !opt.NoSignRequest {
+		if creds, err = credentialChain(c, hc); err != nil {
+			return nil, err
 		}
 	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
-		probe := s3.NewFromConfig(cfg, options)
-		if !customEndpoint {
-			if r := bucketRegion(ctx, probe, bucket, opt); r != "" {
-				cfg.Region = r
+	o := s3.Options{
+		Region:      c.region(),
+		Credentials: creds,
+		HTTPClient:  hc,
+		// Retries are ckptcheck's own (the same for every source); the
+		// SDK's would multiply them.
+		Retryer:                    aws.NopRetryer{},
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	}
+	if e := c.endpoint(); e != "" {
+		o.BaseEndpoint, o.UsePathStyle = aws.String(e), true
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+		if o.BaseEndpoint == nil {
+			if r := bucketRegion(ctx, s3.New(o), bucket, opt); r != "" {
+				o.Region = r
 			}
 		}
 	}
-	return s3.NewFromConfig(cfg, options), nil
+	return s3.New(o), nil
 }
 
 // noRedirects follows no redirect: the 3xx answer is S3's, an error (see

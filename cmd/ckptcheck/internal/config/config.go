@@ -1,15 +1,12 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/ckptcheck/ckptcheck/internal/miniyaml"
 	"github.com/ckptcheck/ckptcheck/internal/wholefile"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -63,32 +60,21 @@ func Load(path string, schema Schema) (*File, error) {
 // Parse parses a configuration file's bytes; path names it in errors.
 func Parse(path string, data []byte, schema Schema) (*File, error) {
 	f := &File{Path: path, Flags: make(map[string]map[string][]string), Baseline: verify.Baseline{Source: path}}
-	errf := func(n *yaml.Node, format string, args ...any) error {
+	errf := func(n *miniyaml.Node, format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %s", path, n.Line, fmt.Sprintf(format, args...))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return f, nil // empty: no settings
-		}
-		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	root, err := miniyaml.Parse(data)
+	var perr *miniyaml.Error
+	if errors.As(err, &perr) {
+		return nil, fmt.Errorf("%s:%d: %s", path, perr.Line, perr.Msg)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: more than one YAML document", path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	if err := checkNoAliases(&doc, errf); err != nil {
-		return nil, err
+	if root == nil || root.Kind == miniyaml.Scalar && root.Null {
+		return f, nil // empty: no settings
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return f, nil
-	}
-	if root.Kind != yaml.MappingNode {
+	if root.Kind != miniyaml.Mapping {
 		return nil, errf(root, "the file must be a mapping of sections (flags, baseline, or a command name)")
 	}
 	anyCommand := func(flag string) bool {
@@ -99,7 +85,7 @@ func Parse(path string, data []byte, schema Schema) (*File, error) {
 		}
 		return false
 	}
-	err := eachPair(root, errf, func(key string, k, v *yaml.Node) error {
+	err = eachPair(root, errf, func(key string, k, v *miniyaml.Node) error {
 		switch {
 		case key == "baseline":
 			return parseBaseline(v, errf, &f.Baseline)
@@ -139,28 +125,14 @@ func commandNames(schema Schema) []string {
 	return names
 }
 
-type errorf func(n *yaml.Node, format string, args ...any) error
-
-// checkNoAliases refuses anchors' aliases: a configuration needs none, and
-// expanding them is how small YAML files become large.
-func checkNoAliases(n *yaml.Node, errf errorf) error {
-	if n.Kind == yaml.AliasNode {
-		return errf(n, "aliases (*%s) are not supported", n.Value)
-	}
-	for _, c := range n.Content {
-		if err := checkNoAliases(c, errf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+type errorf func(n *miniyaml.Node, format string, args ...any) error
 
 // eachPair walks a mapping's keys, which must be plain strings, each once.
-func eachPair(m *yaml.Node, errf errorf, fn func(key string, k, v *yaml.Node) error) error {
+func eachPair(m *miniyaml.Node, errf errorf, fn func(key string, k, v *miniyaml.Node) error) error {
 	seen := make(map[string]bool)
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
-		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int" && k.Tag != "!!bool" && k.Tag != "!!float") {
+		if k.Kind != miniyaml.Scalar || k.Null {
 			return errf(k, "a key must be a plain name")
 		}
 		if seen[k.Value] {
@@ -175,15 +147,15 @@ func eachPair(m *yaml.Node, errf errorf, fn func(key string, k, v *yaml.Node) er
 }
 
 // parseFlags reads a section of flag: value pairs.
-func parseFlags(m *yaml.Node, errf errorf, section string, lookup func(string) (known, repeatable bool), anyCommand func(string) bool) (map[string][]string, error) {
+func parseFlags(m *miniyaml.Node, errf errorf, section string, lookup func(string) (known, repeatable bool), anyCommand func(string) bool) (map[string][]string, error) {
 	out := make(map[string][]string)
-	if m.Kind == yaml.ScalarNode && m.Tag == "!!null" {
+	if m.Kind == miniyaml.Scalar && m.Null {
 		return out, nil
 	}
-	if m.Kind != yaml.MappingNode {
+	if m.Kind != miniyaml.Mapping {
 		return nil, errf(m, "%s: want a mapping of flag names to values", section)
 	}
-	err := eachPair(m, errf, func(name string, k, v *yaml.Node) error {
+	err := eachPair(m, errf, func(name string, k, v *miniyaml.Node) error {
 		name = strings.TrimLeft(name, "-")
 		known, repeatable := lookup(name)
 		switch {
@@ -195,17 +167,17 @@ func parseFlags(m *yaml.Node, errf errorf, section string, lookup func(string) (
 			return errf(k, "%s: unknown flag %q", section, name)
 		}
 		switch v.Kind {
-		case yaml.ScalarNode:
-			if v.Tag == "!!null" {
+		case miniyaml.Scalar:
+			if v.Null {
 				return errf(v, "%s: --%s has no value", section, name)
 			}
 			out[name] = []string{v.Value}
-		case yaml.SequenceNode:
+		case miniyaml.Sequence:
 			if !repeatable {
 				return errf(v, "%s: --%s takes one value, not a list", section, name)
 			}
 			for _, item := range v.Content {
-				if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
+				if item.Kind != miniyaml.Scalar || item.Null {
 					return errf(item, "%s: --%s: each item must be a single value", section, name)
 				}
 				out[name] = append(out[name], item.Value)
@@ -220,25 +192,25 @@ func parseFlags(m *yaml.Node, errf errorf, section string, lookup func(string) (
 
 // parseBaseline reads the baseline: a list of {code, key, file, side,
 // reason}.
-func parseBaseline(n *yaml.Node, errf errorf, b *verify.Baseline) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+func parseBaseline(n *miniyaml.Node, errf errorf, b *verify.Baseline) error {
+	if n.Kind == miniyaml.Scalar && n.Null {
 		return nil
 	}
-	if n.Kind != yaml.SequenceNode {
+	if n.Kind != miniyaml.Sequence {
 		return errf(n, "baseline: want a list of entries (- code: ..., key: ..., reason: ...)")
 	}
 	for i, item := range n.Content {
-		if item.Kind != yaml.MappingNode {
+		if item.Kind != miniyaml.Mapping {
 			return errf(item, "baseline[%d]: want a mapping with code, key, file, side and reason", i)
 		}
 		fields := make(map[string]string)
-		err := eachPair(item, errf, func(key string, k, v *yaml.Node) error {
+		err := eachPair(item, errf, func(key string, k, v *miniyaml.Node) error {
 			switch key {
 			case "code", "key", "file", "side", "reason":
 			default:
 				return errf(k, "baseline[%d]: unknown key %q (want code, key, file, side, reason)", i, key)
 			}
-			if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+			if v.Kind != miniyaml.Scalar || v.Null {
 				return errf(v, "baseline[%d]: %s must be a single value", i, key)
 			}
 			fields[key] = v.Value

@@ -79,7 +79,7 @@ func TestParseErrors(t *testing.T) {
 		{"baseline:\n  code: x\n", "baseline: want a list"},
 		{"baseline:\n  - code: dtype_mismatch\n    reason: r\n    side: left\n", `side "left"`},
 		{"- just\n- a list\n", "x.yaml:1: the file must be a mapping"},
-		{"diff: &a\n  values: true\nvalidate: *a\n", "aliases (*a) are not supported"},
+		{"diff: &a\n  values: true\nvalidate: *a\n", "x.yaml:1: anchors (&) are not supported"},
 		{"a: b\n---\nc: d\n", "more than one YAML document"},
 		{"diff: [\n", "x.yaml:"},
 	}

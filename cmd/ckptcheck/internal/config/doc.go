@@ -16,7 +16,8 @@
 //	    key: "model.layers.*"
 //	    reason: torchtitan exports F32; converted at upload
 //
-// Decoding is strict: an unknown key, command or flag, a missing reason or
+// The file is read by internal/miniyaml (YAML's configuration subset,
+// with no package init). Decoding is strict: an unknown key, command or flag, a missing reason or
 // an unknown finding code is an error naming it and its line. Flags given on
 // the command line win over the file's.
 package config
