@@ -250,7 +250,13 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 		}
 		var fs []Finding
 		if expect.Derived() {
+			if pr.quant != nil {
+				quantDerived(pr)
+			}
 			fs = derivedFindings(s)
+			if s.Quantization != nil {
+				s.Quantization.Within = len(fs) == 0
+			}
 		} else {
 			fs = valueFindings(s)
 		}
