@@ -228,31 +228,28 @@ func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*p
 			norms = append(norms, n)
 		}
 	}
-	if len(norms) == 0 {
-		return nil, 0, nil
-	}
 	slices.Sort(norms)
-	// Copies of the group's pairs, so that the first pass's statistics stay.
-	again := map[string]*pair{}
-	var run []*pair
-	for _, n := range norms {
-		for _, k := range append([]string{n}, groups[n]...) {
-			cp := *byKey[k]
-			again[k] = &cp
-			run = append(run, &cp)
-		}
-	}
-	readers, engine := enginePairs(run)
-	for _, p := range engine {
-		p.Columns = true
-	}
-	read, err := values.Run(ctx, readers, engine, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead})
+	// The norms first: they are small, and a norm that holds the published
+	// values cannot hold a reciprocal, so its weights are not read again.
+	normRun, read, err := rerun(ctx, opt, byKey, norms)
 	if err != nil {
 		return nil, read, err
 	}
+	var changed, weights []string
+	for _, n := range norms {
+		if s := normRun[n].engine.Stats; s.Mismatches > 0 && s.NonFinite == 0 {
+			changed = append(changed, n)
+			weights = append(weights, groups[n]...)
+		}
+	}
+	again, more, err := rerun(ctx, opt, byKey, weights)
+	if read += more; err != nil {
+		return nil, read, err
+	}
+	norms = changed
 	out := map[string]*foldVerdict{}
 	for _, n := range norms {
-		norm := again[n].engine.Stats.Columns
+		norm := normRun[n].engine.Stats.Columns
 		nv := &foldVerdict{stats: FoldedStats{FactorMin: Float(math.Inf(1)), FactorMax: Float(math.Inf(-1))}}
 		for _, k := range groups[n] {
 			pr := again[k]
@@ -261,7 +258,7 @@ func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*p
 				continue
 			}
 			fit := fitColumns(pr.engine.Stats.Columns, pr.engine.Stats.Steps.NoiseRelL2, pr.exp.t.Quant.Shape[0])
-			if fit.bad {
+			if fit.bad || len(fit.factors) != len(norm.PP) {
 				continue
 			}
 			rec, tol := fit.reciprocal(norm), foldedTolerance(fit.residual, fit.rows)
@@ -331,4 +328,25 @@ func (rep *ValueReport) judgeQuantFolded(pr *pair, v *foldVerdict) {
 			f.Message += v.why
 		}
 	}
+}
+
+// rerun compares copies of the pairs of keys again with sums per column,
+// leaving the first pass's statistics as they are.
+func rerun(ctx context.Context, opt ValueOptions, byKey map[string]*pair, keys []string) (map[string]*pair, int64, error) {
+	if len(keys) == 0 {
+		return nil, 0, nil
+	}
+	again := map[string]*pair{}
+	run := make([]*pair, 0, len(keys))
+	for _, k := range keys {
+		cp := *byKey[k]
+		again[k] = &cp
+		run = append(run, &cp)
+	}
+	readers, engine := enginePairs(run)
+	for _, p := range engine {
+		p.Columns = true
+	}
+	read, err := values.Run(ctx, readers, engine, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead})
+	return again, read, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/verify/internal/values"
 )
 
 // The test side's AWQ: AutoAWQ's pseudo_quantize_tensor (casper-hansen/
@@ -158,7 +159,7 @@ func TestFoldedScale(t *testing.T) {
 				t.Errorf("findings %q, want %q\n%v", got, c.want, rep.Findings)
 			}
 			for _, f := range rep.Findings {
-				if f.Code == CodeQuantizationError && c.name == "per-column scale without the norm's reciprocal" && !strings.Contains(f.Message, "does not hold its reciprocal") {
+				if f.Code == CodeQuantizationError && c.name == "norm divided by other scales" && !strings.Contains(f.Message, "does not hold its reciprocal") {
 					t.Errorf("finding %v", f)
 				}
 			}
@@ -219,4 +220,90 @@ func TestFoldedScaleMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameResult(t, "folded", merged, whole)
+}
+
+func TestFoldedNorm(t *testing.T) {
+	for name, want := range map[string]string{
+		qProj: inputNorm, kProj: inputNorm, vProj: inputNorm,
+		"model.layers.3.self_attn.o_proj.weight":              "",
+		"model.layers.3.mlp.gate_proj.weight":                 "model.layers.3.post_attention_layernorm.weight",
+		"model.layers.3.mlp.up_proj.weight":                   "model.layers.3.post_attention_layernorm.weight",
+		"model.layers.3.mlp.down_proj.weight":                 "",
+		"model.layers.3.mlp.experts.7.gate_proj.weight":       "model.layers.3.post_attention_layernorm.weight",
+		"model.layers.3.block_sparse_moe.experts.7.w1.weight": "",
+		"model.layers.3.self_attn.q_proj.bias":                "",
+		"lm_head.weight":                                      "",
+		"model.embed_tokens.weight":                           "",
+	} {
+		if got := foldedNorm(name); got != want {
+			t.Errorf("foldedNorm(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestFitColumns: a factor per column is fitted exactly; a zero weight
+// or a negative factor is no scale.
+func TestFitColumns(t *testing.T) {
+	// Column j: p = (1, 2), e = (j+1)·p.
+	c := &values.ColumnStats{PP: []float64{5, 5, 5}, EE: []float64{5, 20, 45}, PE: []float64{5, 10, 15}}
+	f := fitColumns(c, 0.01, 2)
+	if f.bad || !f.explained || f.residual > 1e-12 || f.fmin != 1 || f.fmax != 3 {
+		t.Errorf("%+v", f)
+	}
+	norm := &values.ColumnStats{PP: []float64{4, 4, 4}, PE: []float64{4, 2, 4.0 / 3}} // e = p/(j+1)
+	if r := f.reciprocal(norm); r > 1e-12 {
+		t.Errorf("reciprocal %v", r)
+	}
+	if r := f.reciprocal(&values.ColumnStats{PP: []float64{4, 4, 4}, PE: []float64{4, 4, 4}}); r < 0.5 {
+		t.Errorf("reciprocal of an unchanged norm %v", r)
+	}
+	for _, bad := range []*values.ColumnStats{
+		{PP: []float64{0, 0}, EE: []float64{1, 1}, PE: []float64{0, 0}},
+		{PP: []float64{5, 5}, EE: []float64{5, 5}, PE: []float64{5, -5}},
+	} {
+		if f := fitColumns(bad, 0.01, 2); !f.bad {
+			t.Errorf("%+v: %+v", bad, f)
+		}
+	}
+}
+
+// TestFoldedScaleReadsLittle: a faithful AWQ export without folded scales
+// is not read again, and one whose weights fail while the norm holds the
+// published values reads only the norm again.
+func TestFoldedScaleReadsLittle(t *testing.T) {
+	const in, group = 64, 32
+	norm := fixture.Map(bf16Weights(inputNorm, 1, in), safetensors.BF16, func(_ int, v float32) float32 { return 1 + 4*v })
+	q := bf16Weights(qProj, 2, 32, in)
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, []fixture.Tensor{norm, q}, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "awq", "bits": 4, "group_size": group}}
+	s := awqScales(in, 7)
+	read := func(scale bool) int64 {
+		v := valuesOf(q)
+		for i := range v {
+			if scale {
+				v[i] *= s[i%in]
+			}
+		}
+		d := diffPaths(t, pub, export(t, append([]fixture.Tensor{norm}, quantizeAWQ(qProj, v, 32, in, group)...), cfg), DiffOptions{WeightsOnly: true})
+		rep, err := d.CompareValues(context.Background(), ValueOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scale != (len(rep.Findings) > 0) {
+			t.Errorf("scaled %v: %v", scale, rep.Findings)
+		}
+		return rep.BytesRead
+	}
+	// The faithful export reads both sides once: its norm, and the weight's
+	// parts against the published BF16.
+	once := int64(2*2*in) + 2*32*in + int64(in*32/2) + 2*(in/group)*32 + 4*(in/group)*32/8
+	if got := read(false); got != once {
+		t.Errorf("faithful: read %d bytes, want %d", got, once)
+	}
+	if got := read(true); got != once+2*2*in {
+		t.Errorf("scaled, norm unchanged: read %d bytes, want %d (the norm again)", got, once+2*2*in)
+	}
 }
