@@ -179,7 +179,9 @@ func foldCandidate(pr *pair) bool {
 	if pr.quant != nil {
 		return pr.pub.t.Quant == nil && pr.exp.t.Quant != nil && len(pr.exp.t.Quant.Shape) == 2 && foldedNorm(pr.key) != ""
 	}
-	return len(pr.pub.t.Shape) == 1 && pr.pub.t.Quant == nil && pr.exp.t.Quant == nil
+	p, e := pr.pub.t, pr.exp.t
+	return len(p.Shape) == 1 && p.Quant == nil && e.Quant == nil && p.DType.IsFloat() && e.DType.IsFloat() &&
+		p.DType.Lanes() == 1 && e.DType.Lanes() == 1
 }
 
 // failsAsIs reports a measured pair that fails its default verdict.
