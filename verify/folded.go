@@ -38,7 +38,7 @@ import (
 // o_proj and up_proj → down_proj, scale_fc_fc: rows of the first divided,
 // columns of the second multiplied), which leaves a factor per row and per
 // column on up_proj; those still fail. Only --expect equal with the
-// default bound looks for folds.
+// default bound looks for folds, and only on a quantized exported side.
 
 // foldedNorm is the norm whose weight holds the reciprocal of a scale
 // folded into weight name's input channels, or "": input_layernorm before

@@ -18,7 +18,7 @@ import (
 )
 
 // The test side's AWQ: AutoAWQ's pseudo_quantize_tensor (casper-hansen/
-// AutoAWQ awq/quantize/quantizer.py: scales = (max − min)/15, zeros =
+// AutoAWQ awq/quantize/quantizer.py at 93d7e8e0f28d14aaf3126af580556f01939dc7ca: scales = (max − min)/15, zeros =
 // clamp(−round(min/scales), 0, 15), q = clamp(round(w/scales) + zeros,
 // 0, 15)) packed as WQLinear_GEMM stores it (quant.AWQ's layout), after
 // apply_scale's scale_ln_fcs (awq/quantize/scale.py at
