@@ -77,14 +77,15 @@ const (
 	CodeQuantizedScaleUnused  Code = "quantized_scale_unused"
 	CodeQuantizedConfig       Code = "quantized_config_mismatch"
 
-	CodeValueMismatch      Code = "value_mismatch"
-	CodeQuantizationError  Code = "quantization_error"
-	CodeNonFinite          Code = "nonfinite"
-	CodeReinitialized      Code = "reinitialized"
-	CodeTiedWeightMismatch Code = "tied_weight_mismatch"
-	CodeUnchanged          Code = "unchanged"
-	CodeDriftExcessive     Code = "drift_excessive"
-	CodeNotTrained         Code = "not_trained"
+	CodeValueMismatch        Code = "value_mismatch"
+	CodeQuantizationError    Code = "quantization_error"
+	CodeQuantizedScaleFolded Code = "quantized_scale_folded"
+	CodeNonFinite            Code = "nonfinite"
+	CodeReinitialized        Code = "reinitialized"
+	CodeTiedWeightMismatch   Code = "tied_weight_mismatch"
+	CodeUnchanged            Code = "unchanged"
+	CodeDriftExcessive       Code = "drift_excessive"
+	CodeNotTrained           Code = "not_trained"
 
 	CodeWeightsOnlyExport Code = "weights_only_export"
 	CodeMissingFile       Code = "missing_file"
@@ -204,6 +205,7 @@ var codes = []CodeDoc{
 	{CodeQuantizedScaleUnused, Warning, "validate, diff: a scale, zero point or block tensor that no quantized weight claims"},
 	{CodeQuantizedConfig, Warning, "validate, diff: quantization_config disagrees with the tensors: an ignored module quantized anyway, a Linear weight left unquantized though no rule excludes it, a block size the scales contradict"},
 	{CodeQuantizationError, Error, "diff --values: a quantized weight decodes outside its encoding's own bound against the other side (half a step a value for round-to-nearest schemes, relative L2 ≤ 3·√(Σ step²/12)/‖p‖ for GPTQ/AWQ): a wrong scale, zero point or weight; gives the measured numbers and the bound"},
+	{CodeQuantizedScaleFolded, Info, "diff --values: a quantized weight differs from the published one by a factor per input column whose reciprocal the norm before it holds (AWQ/SmoothQuant fold activation scales so); both are judged with the scale taken out, not failed; gives the factors' range and the residual"},
 	{CodeValueMismatch, Error, "diff --values: elements differ beyond the policy (exact by default); gives the count and the worst element"},
 	{CodeNonFinite, Error, "diff --values: NaN or Inf in an exported tensor where the published one is finite"},
 	{CodeReinitialized, Error, "diff --values: cosine < 0.5 and relative L2 > 0.5: values unrelated to the published ones (random init, wrong file)"},

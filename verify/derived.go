@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
@@ -62,6 +63,21 @@ func (b DriftBound) String() string {
 	return fmt.Sprintf("relative L2 ≤ %s, cosine ≥ %s", textfmt.Float(b.MaxRelL2), textfmt.Float(b.MinCosine))
 }
 
+// plusEncoding is the bound widened by a lossy encoding whose error is at
+// most enc relative to the published norm (see quantDerived): a quantized
+// fine-tune Q(t) of a trained t is within ‖t − p‖ + ‖Q(t) − t‖ of the
+// published p, so the relative L2 bounds add, and the angles do: the
+// encoding turns the tensor by at most asin(enc).
+func (b DriftBound) plusEncoding(enc float64) DriftBound {
+	if !(enc > 0) {
+		return b
+	}
+	angle := math.Acos(max(-1, min(1, b.MinCosine))) + math.Asin(min(1, enc))
+	b.MaxRelL2 += enc
+	b.MinCosine = math.Cos(min(math.Pi, angle))
+	return b
+}
+
 // exceeded says how the statistics break the bound, or "". A statistic
 // that is undefined (relative L2 against a published zero tensor, the
 // cosine of a zero tensor) does not judge: a zero-initialised bias that
@@ -80,22 +96,33 @@ func (b DriftBound) exceeded(s *TensorStats) string {
 // derivedFindings judges one compared tensor under ExpectDerived:
 // unrelated values, values changed beyond the drift bound, and NaN or Inf
 // where the published tensor is finite fail; the element tolerance does
-// not judge.
+// not judge. A side decoded through a lossy codec widens the bound by the
+// encoding's (QuantStats.EncodingRelL2).
 func derivedFindings(s *TensorStats) []Finding {
 	var out []Finding
 	b := DefaultDrift
 	if s.Bound != nil {
 		b = *s.Bound
 	}
+	expected := map[string]any{}
+	if q := s.Quantization; q != nil && q.EncodingRelL2.Defined() && q.EncodingRelL2 > 0 {
+		b = b.plusEncoding(float64(q.EncodingRelL2))
+		expected["encoding_rel_l2"] = q.EncodingRelL2
+		expected["encoding"] = s.Encoding
+	}
+	expected["max_rel_l2"], expected["min_cosine"] = b.MaxRelL2, b.MinCosine
 	switch why := b.exceeded(s); {
 	case s.reinitialized():
 		out = append(out, reinitializedFinding(s))
 	case why != "":
+		if enc, ok := expected["encoding_rel_l2"]; ok {
+			why += fmt.Sprintf(" (the drift bound widened by %s's own bound, relative L2 %s)", s.Encoding, textfmt.Float(float64(enc.(Float))))
+		}
 		out = append(out, Finding{Code: CodeDriftExcessive, Severity: Error, Key: s.Key,
 			Message: fmt.Sprintf("related to the published values but changed more than training does: %s; worst |Δ| %s at %s (published %s, exported %s)",
 				why, textfmt.Float(float64(s.MaxAbsDiff)), coords(s.MaxAt), textfmt.Float(float64(s.PublishedAt)), textfmt.Float(float64(s.ExportedAt))),
 			Got:      map[string]any{"rel_l2": s.RelL2, "cosine": s.Cosine, "max_abs_diff": s.MaxAbsDiff},
-			Expected: map[string]any{"max_rel_l2": b.MaxRelL2, "min_cosine": b.MinCosine}})
+			Expected: expected})
 	}
 	if s.NonFinite > 0 {
 		out = append(out, nonFiniteFinding(s))

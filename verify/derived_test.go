@@ -28,6 +28,48 @@ func replaceTensor(ts []fixture.Tensor, name string, f func(fixture.Tensor) fixt
 	return out
 }
 
+// tensorNamed is the tensor of ts named name.
+func tensorNamed(ts []fixture.Tensor, name string) fixture.Tensor {
+	for _, x := range ts {
+		if x.Name == name {
+			return x
+		}
+	}
+	panic("no " + name)
+}
+
+// swapTensors returns ts with the values of tensors a and b exchanged.
+func swapTensors(ts []fixture.Tensor, a, b string) []fixture.Tensor {
+	va, vb := tensorNamed(ts, a), tensorNamed(ts, b)
+	out := replaceTensor(ts, a, func(x fixture.Tensor) fixture.Tensor { vb.Name = x.Name; return vb })
+	return replaceTensor(out, b, func(x fixture.Tensor) fixture.Tensor { va.Name = x.Name; return va })
+}
+
+// transpose2D is a square 2-byte-element matrix transposed.
+func transpose2D(x fixture.Tensor) fixture.Tensor {
+	n := x.Shape[0]
+	data := make([]byte, len(x.Data))
+	for i := range n {
+		for j := range n {
+			copy(data[2*(j*n+i):], x.Data[2*(i*n+j):2*(i*n+j)+2])
+		}
+	}
+	x.Data = data
+	return x
+}
+
+// findingKeys are the sorted keys of the findings of code.
+func findingKeys(fs []Finding, code Code) []string {
+	var keys []string
+	for _, f := range fs {
+		if f.Code == code {
+			keys = append(keys, f.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 func TestExpectDerived(t *testing.T) {
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
 	matrices := 0
@@ -39,6 +81,8 @@ func TestExpectDerived(t *testing.T) {
 	other := fixture.Tiny
 	other.Seed = 99
 	const up0, up1 = "model.layers.0.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.weight"
+	// q_proj is square in Tiny: its transpose has its shape.
+	const q0, q1 = "model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.weight"
 	tuned := fineTuned()
 	var up1Data fixture.Tensor
 	for _, x := range tuned {
@@ -84,6 +128,36 @@ func TestExpectDerived(t *testing.T) {
 					t.Errorf("finding %v", f)
 				}
 			}},
+		{name: "two layers' tensors swapped", want: map[Code]int{CodeReinitialized: 2},
+			export: swapTensors(tuned, q0, q1),
+			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
+				if keys := findingKeys(fs, CodeReinitialized); !slices.Equal(keys, []string{q0, q1}) {
+					t.Errorf("reinitialized %v", keys)
+				}
+			}},
+		{name: "one tensor re-initialized", want: map[Code]int{CodeReinitialized: 1},
+			export: replaceTensor(tuned, q0, func(fixture.Tensor) fixture.Tensor { return tensorNamed(other.Tensors(safetensors.BF16), q0) }),
+			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
+				if keys := findingKeys(fs, CodeReinitialized); !slices.Equal(keys, []string{q0}) {
+					t.Errorf("reinitialized %v", keys)
+				}
+			}},
+		{name: "one tensor transposed", want: map[Code]int{CodeReinitialized: 1},
+			export: replaceTensor(tuned, q0, transpose2D)},
+		{name: "one tensor scaled x2", want: map[Code]int{CodeDriftExcessive: 1},
+			export: replaceTensor(tuned, q0, func(x fixture.Tensor) fixture.Tensor {
+				return fixture.Map(x, safetensors.BF16, func(_ int, v float32) float32 { return 2 * v })
+			}),
+			check: func(t *testing.T, _ *ValueReport, fs []Finding) {
+				// The direction is the published one: the relative L2 judges.
+				if f := only(t, fs, CodeDriftExcessive); f != nil && (f.Key != q0 || !strings.Contains(f.Message, "> 0.25") || strings.Contains(f.Message, "cosine")) {
+					t.Errorf("finding %v", f)
+				}
+			}},
+		{name: "one tensor scaled x0.5", want: map[Code]int{CodeDriftExcessive: 1},
+			export: replaceTensor(tuned, q0, func(x fixture.Tensor) fixture.Tensor {
+				return fixture.Map(x, safetensors.BF16, func(_ int, v float32) float32 { return v / 2 })
+			})},
 		{name: "one tensor moved far beyond training", want: map[Code]int{CodeDriftExcessive: 1},
 			export: replaceTensor(tuned, up0, func(x fixture.Tensor) fixture.Tensor { return fixture.Perturb(x, safetensors.BF16, 0.8, 3) }),
 			check: func(t *testing.T, rep *ValueReport, fs []Finding) {

@@ -56,6 +56,11 @@ type QuantStats struct {
 	// statistical bound, quantStatK times it.
 	NoiseRelL2 Float `json:"noise_rel_l2"`
 	RelL2Bound Float `json:"rel_l2_bound,omitempty"`
+	// EncodingRelL2, under ExpectDerived, is the encoding's share of the
+	// drift bound: the relative L2 its steps allow (quantStatK times the
+	// noise for a statistical scheme, the half steps' L2 for a
+	// round-to-nearest one); RelL2Bound is then the drift bound plus it.
+	EncodingRelL2 Float `json:"encoding_rel_l2,omitempty"`
 	// Within says the weight is within its bound.
 	Within bool `json:"within"`
 }
@@ -209,4 +214,38 @@ func (rep *ValueReport) judgeQuant(pr *pair) {
 	rep.Findings = append(rep.Findings, Finding{Code: CodeQuantizationError, Severity: Error, Key: s.Key, Message: msg,
 		Got:      map[string]any{"rel_l2": s.RelL2, "outside": st.Outside, "max_step_ratio": Float(st.MaxRatio)},
 		Expected: map[string]any{"bound": q.Bound, "rel_l2_bound": q.RelL2Bound, "noise_rel_l2": Float(st.NoiseRelL2)}})
+}
+
+// quantDerived gives a pair compared through codecs, under ExpectDerived,
+// the encoding's share of its drift bound (DESIGN.md: "drift bound plus
+// the encoding bound"; with two quantized sides the steps are both
+// sides'). A round-to-nearest encoding leaves every element within half
+// its step, so the error's L2 is at most √(Σ (step/2)²) = √3 · the noise
+// per side (the half steps of two sides add elementwise: √2 more); a
+// statistical scheme is allowed quantStatK times the noise. A codec that
+// states no steps adds nothing.
+func quantDerived(pr *pair) {
+	s := &pr.stats
+	q := &QuantStats{Bound: "none", MaxStepRatio: Float(math.NaN()), NoiseRelL2: Float(math.NaN())}
+	s.Quantization = q
+	st := pr.engine.Stats.Steps
+	if st == nil || !(st.NoiseRelL2 >= 0) || math.IsInf(st.NoiseRelL2, 0) {
+		return
+	}
+	q.Outside, q.MaxStepRatio, q.MaxStepAt, q.NoiseRelL2 = st.Outside, Float(st.MaxRatio), st.MaxAt, Float(st.NoiseRelL2)
+	enc := quantStatK * st.NoiseRelL2
+	if !pr.quant.statistical {
+		sides := 0.0
+		for _, t := range []adapter.Tensor{pr.pub.t, pr.exp.t} {
+			if t.Quant != nil {
+				sides++
+			}
+		}
+		enc = math.Sqrt(3*sides) * (1 + values.StepMargin) * st.NoiseRelL2
+	}
+	b := DefaultDrift
+	if s.Bound != nil {
+		b = *s.Bound
+	}
+	q.Bound, q.EncodingRelL2, q.RelL2Bound = "statistical", Float(enc), Float(b.plusEncoding(enc).MaxRelL2)
 }

@@ -102,6 +102,10 @@ type TensorStats struct {
 	// Quantization how it fared against the encoding's own bound.
 	Encoding     string      `json:"encoding,omitempty"`
 	Quantization *QuantStats `json:"quantization,omitempty"`
+	// Folded, set when a scale folded into the weight's input channels
+	// (or, on a norm, their reciprocal) was found, is its numbers (see
+	// folded.go).
+	Folded *FoldedStats `json:"folded,omitempty"`
 }
 
 // ValueReport sums up a value comparison.
@@ -240,17 +244,34 @@ func (d *Comparison) CompareValues(ctx context.Context, opt ValueOptions) (*Valu
 	for _, p := range all {
 		p.stats.measured(p.engine.Stats)
 	}
+	var folded map[string]*foldVerdict
+	if !expect.Derived() {
+		var read int64
+		folded, read, err = folds(ctx, opt, entries, pairs)
+		if rep.BytesRead += read; err != nil {
+			return nil, err
+		}
+	}
 	var unchanged []string
 	for _, pr := range pairs {
 		s := &pr.stats
 		rep.Compared++
+		if rep.judgeFolded(pr, folded[pr.key]) {
+			continue
+		}
 		if pr.quant != nil && pr.tol == (Tolerance{}) && !expect.Derived() {
-			rep.judgeQuant(pr)
+			rep.judgeQuantFolded(pr, folded[pr.key])
 			continue
 		}
 		var fs []Finding
 		if expect.Derived() {
+			if pr.quant != nil {
+				quantDerived(pr)
+			}
 			fs = derivedFindings(s)
+			if s.Quantization != nil {
+				s.Quantization.Within = len(fs) == 0
+			}
 		} else {
 			fs = valueFindings(s)
 		}

@@ -83,13 +83,17 @@ type Pair struct {
 	Name                string
 	Published, Exported Operand
 	Tolerance           Tolerance
-	Stats               Stats
+	// Columns asks for Stats.Columns, the sums per column (see
+	// ColumnStats).
+	Columns bool
+	Stats   Stats
 
 	fast bool // an exact check without decoding exists
 	// stepper holds the codec sides' Steppers when every codec side has
 	// one: the run then measures StepStats.
 	stepper   [2]Stepper
 	stepParts []stepPartial
+	columns   *columnMerge
 	codec     bool // a side has a codec
 	blocks    blocking
 
@@ -135,6 +139,8 @@ type Stats struct {
 	// Steps, set when every codec side says its steps (see Stepper), are
 	// the differences measured against them.
 	Steps *StepStats
+	// Columns, set when the pair asked for them, are its sums per column.
+	Columns *ColumnStats
 }
 
 // Options bound a run's concurrency.
@@ -180,6 +186,9 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 			}
 		}
 		p.rounding.Store(coarser(pd, ed))
+		if p.columns = nil; p.Columns {
+			p.fast = false // every block decoded: its columns are summed
+		}
 	}
 	return run(ctx, readers, pairs, workers, readAhead, opt.Progress)
 }

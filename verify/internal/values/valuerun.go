@@ -31,6 +31,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 	kernels := make([]kernel, workers)
 	decoders := make([]decoder, workers)
 	stepBufs := make([]stepBuffers, workers)
+	colBufs := make([]columnBuffers, workers)
 	var fixMu sync.Mutex
 	var fixups []*Pair
 	consume := func(full bool) func(w int, j *job, pb, eb []byte) error {
@@ -60,6 +61,9 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 				}
 			} else {
 				exact = !full && p.fast && exactBlock(pd, ed, pb, eb)
+			}
+			if p.Columns && !full {
+				colBufs[w].measure(j, pd, ed, pb, eb)
 			}
 			if exact {
 				p.record(j.block, nil)
@@ -161,6 +165,7 @@ func (p *Pair) finish() {
 	defer p.mu.Unlock()
 	s := &p.Stats
 	p.finishSteps()
+	p.finishColumns()
 	s.WithinRounding = p.rounding.Load()
 	if !p.dirty {
 		// Every block exact: bit-identical, or an exact upcast.

@@ -1,0 +1,125 @@
+package values
+
+import (
+	"math"
+
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// Columns: statistics per column of the last dimension, for telling a
+// scale folded into a weight's input channels (AWQ, SmoothQuant: W·diag(s),
+// and its inverse in the preceding norm) from a wrong weight. A pair that
+// sets Columns gets, beside the usual statistics, for every column j over
+// every row of every matrix, Σ p², Σ e² and Σ p·e of the finite pairs.
+// The engine keeps one partial a block in flight and merges them in block
+// order, so the sums do not depend on the workers' schedule.
+
+// ColumnStats are a pair's sums per column (see Pair.Columns): PP[j] is
+// Σ p², EE[j] Σ e² and PE[j] Σ p·e over the finite pairs of column j.
+type ColumnStats struct {
+	PP, EE, PE []float64
+}
+
+// columnSums is a block's or a pair's share of ColumnStats.
+type columnSums struct {
+	pp, ee, pe []float64
+}
+
+func newColumnSums(cols uint64) *columnSums {
+	return &columnSums{make([]float64, cols), make([]float64, cols), make([]float64, cols)}
+}
+
+func (c *columnSums) add(o *columnSums) {
+	for j := range c.pp {
+		c.pp[j] += o.pp[j]
+		c.ee[j] += o.ee[j]
+		c.pe[j] += o.pe[j]
+	}
+}
+
+// columnMerge merges a pair's blocks in block order: a block done before
+// its predecessors waits in pending.
+type columnMerge struct {
+	cols    uint64
+	next    int
+	pending map[int]*columnSums
+	sum     *columnSums
+}
+
+// columnBuffers are a worker's buffers for the column pass.
+type columnBuffers struct {
+	vals [2][]float64
+}
+
+// columnCount is the pair's column count: the last dimension (1 for a
+// scalar).
+func (p *Pair) columnCount() uint64 {
+	d, _ := matrixDims(p.Published.Shape)
+	return max(d.Cols, 1)
+}
+
+// measure sums a block's columns: pb and eb are its bytes as the kernels
+// see them, of dtypes pd and ed.
+func (cb *columnBuffers) measure(j *job, pd, ed safetensors.DType, pb, eb []byte) {
+	p := j.pair
+	n := int(j.n)
+	cols := p.columnCount()
+	if cap(cb.vals[0]) < n {
+		cb.vals = [2][]float64{make([]float64, n), make([]float64, n)}
+	}
+	pv, ev := cb.vals[0][:n], cb.vals[1][:n]
+	quant.DecodeFloat64(pd, pb, pv)
+	quant.DecodeFloat64(ed, eb, ev)
+	s := newColumnSums(cols)
+	col := j.start % cols
+	for i := range n {
+		a, b := pv[i], ev[i]
+		if !math.IsNaN(a) && !math.IsNaN(b) && !math.IsInf(a, 0) && !math.IsInf(b, 0) {
+			s.pp[col] += a * a
+			s.ee[col] += b * b
+			s.pe[col] += a * b
+		}
+		if col++; col == cols {
+			col = 0
+		}
+	}
+	p.recordColumns(j.block, s)
+}
+
+// recordColumns merges block's sums when every block before it is merged,
+// and keeps them until then.
+func (p *Pair) recordColumns(block int, s *columnSums) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.columns
+	if m == nil {
+		m = &columnMerge{cols: p.columnCount(), pending: map[int]*columnSums{}}
+		m.sum = newColumnSums(m.cols)
+		p.columns = m
+	}
+	m.pending[block] = s
+	for {
+		b, ok := m.pending[m.next]
+		if !ok {
+			return
+		}
+		delete(m.pending, m.next)
+		m.sum.add(b)
+		m.next++
+	}
+}
+
+// finishColumns stores the merged sums; called with p.mu held.
+func (p *Pair) finishColumns() {
+	if !p.Columns {
+		return
+	}
+	if m := p.columns; m != nil {
+		p.Stats.Columns = &ColumnStats{PP: m.sum.pp, EE: m.sum.ee, PE: m.sum.pe}
+	} else {
+		z := newColumnSums(p.columnCount())
+		p.Stats.Columns = &ColumnStats{PP: z.pp, EE: z.ee, PE: z.pe}
+	}
+	p.columns = nil
+}
