@@ -37,7 +37,22 @@ func quantStructure(c *checkpoint.Checkpoint) []Finding {
 	if c.Config != nil {
 		file = c.Config.Path
 	}
-	return checkBound(qb.scheme, quantConfigOf(qb.config), qb.bound, qb.infos, file)
+	out := checkBound(qb.scheme, quantConfigOf(qb.config), qb.bound, qb.infos, file)
+	for _, b := range qb.bound.Bindings {
+		if why, ok := qb.unresolved[b.Weight]; ok {
+			out = append(out, Finding{Code: CodeQuantizedScaleShape, Severity: Error, Key: b.Weight,
+				Message: fmt.Sprintf("%s: its layout tensor %s (the shape and encoding it is stored in) cannot be used: %s", b.Codec, textfmt.Quote(metaName(b)), why)})
+		}
+	}
+	return out
+}
+
+// metaName is the name of a Resolver binding's meta part.
+func metaName(b quant.Binding) string {
+	if r, ok := b.Codec.(quant.Resolver); ok && r.MetaPart() < len(b.Parts) {
+		return b.Parts[r.MetaPart()]
+	}
+	return ""
 }
 
 // A checkpointBinding is what a scheme bound over every shard's tensors.
@@ -47,6 +62,9 @@ type checkpointBinding struct {
 	bound          quant.Bound
 	infos          []tensorfile.TensorInfo
 	err            error
+	// unresolved says, by weight, why the layout tensor of a weight whose
+	// shape is in the data (see resolveBindings) was not read.
+	unresolved map[string]string
 }
 
 // bindCheckpoint binds c's quantized weights, from its headers and config;
@@ -76,7 +94,11 @@ func bindCheckpoint(c *checkpoint.Checkpoint) (checkpointBinding, bool) {
 		return checkpointBinding{}, false
 	}
 	b, err := scheme.Bind(q.config, infos)
-	return checkpointBinding{method: q.method, scheme: scheme.Name(), config: q.config, bound: b, infos: infos, err: err}, true
+	var unresolved map[string]string
+	if err == nil {
+		unresolved = resolveBindings(b.Bindings, srcs)
+	}
+	return checkpointBinding{method: q.method, scheme: scheme.Name(), config: q.config, bound: b, infos: infos, err: err, unresolved: unresolved}, true
 }
 
 // bestScheme is the scheme that binds the most weights on the names and
