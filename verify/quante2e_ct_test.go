@@ -105,3 +105,118 @@ func TestQuantE2EPackQuantized(t *testing.T) {
 		})
 	}
 }
+
+// quantizeNVFP4 quantizes a BF16 [rows, cols] tensor to NVFP4 (blocks of
+// 16 along a row). divide selects compressed-tensors' layout: global scale
+// g = 448·6/amax (generate_gparam), block scale e4m3(g · amax_block/6),
+// x_q = e2m1(x / (scale/g)); weight_packed, weight_scale,
+// weight_global_scale. Otherwise ModelOpt's (modelopt/torch/quantization/
+// qtensor/nvfp4_tensor.py get_weights_scaling_factor and quantize at
+// 211c6b3413c52b2fd7a671eda3ce8b2139a4fedd): scale_2 = amax/(6·448),
+// block scale e4m3(amax_block/(6·scale_2)), x_q = e2m1(x / (scale ·
+// scale_2)); weight, weight_scale, weight_scale_2. Two codes a byte, the
+// low nibble first; the global scale is stored mult times the faithful one.
+func quantizeNVFP4(t fixture.Tensor, divide bool, mult float32) []fixture.Tensor {
+	rows, cols := t.Shape[0], t.Shape[1]
+	vals := sourceValues(t)
+	amax := 0.0
+	for _, v := range vals {
+		amax = max(amax, math.Abs(v))
+	}
+	global := float32(amax / (6 * 448))
+	if divide {
+		global = float32(448 * 6 / amax)
+	}
+	blocks := blockAmax(vals, cols, 16)
+	scales := make([]byte, len(blocks))
+	for i, a := range blocks {
+		if divide {
+			scales[i] = toE4M3(float64(global * float32(a/6)))
+		} else {
+			scales[i] = toE4M3(float64(float32(a/6) / global))
+		}
+	}
+	packed := make([]byte, rows*cols/2)
+	for i, x := range vals {
+		s := float32(e4m3Values[scales[uint64(i)/16]])
+		if divide {
+			s /= global
+		} else {
+			s *= global
+		}
+		q := toE2M1(float64(float32(x) / s))
+		packed[i/2] |= q << (4 * (i % 2))
+	}
+	data, scale2 := "weight", "weight_scale_2"
+	if divide {
+		data, scale2 = "weight_packed", "weight_global_scale"
+	}
+	return []fixture.Tensor{{Name: stem(t.Name) + data, DType: safetensors.U8, Shape: []uint64{rows, cols / 2}, Data: packed},
+		{Name: stem(t.Name) + "weight_scale", DType: safetensors.F8_E4M3, Shape: []uint64{rows, cols / 16}, Data: scales},
+		f32Tensor(stem(t.Name)+scale2, []float32{global * mult}, 1)}
+}
+
+// TestQuantE2ENVFP4CompressedTensors: nvfp4-pack-quantized, whose global
+// scale divides, on [40, 80] and [3, 48] weights: faithful passes; the
+// global scale ×2, or a scale missing, fails.
+func TestQuantE2ENVFP4CompressedTensors(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 80)
+	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 80), bf16Weights(kProj, 3, 3, 48)}
+	cfg := ctConfig("nvfp4-pack-quantized", map[string]any{"num_bits": 4, "type": "float", "symmetric": true, "strategy": "tensor_group", "group_size": 16})
+	quantized := func(mult float32) []fixture.Tensor {
+		out := append([]fixture.Tensor{norm}, quantizeNVFP4(src[1], true, mult)...)
+		return append(out, quantizeNVFP4(src[2], true, 1)...)
+	}
+	checkJudgedBySteps(t, src, cfg, "elementwise", quantized)
+	checkValidated(t, quantized(1), cfg, []uint64{40, 80}, "NVFP4 (E2M1, F8_E4M3 scale per 16, global scale divides)", nil)
+	checkValidated(t, without(quantized(1), stem(qProj)+"weight_scale"), cfg, []uint64{40, 80}, "NVFP4 (E2M1, F8_E4M3 scale per 16, global scale divides)",
+		[]string{"error quantized_scale_missing " + qProj})
+}
+
+// quantizeChannelFP8 quantizes a BF16 [rows, cols] tensor to F8_E4M3 with
+// one BF16 scale a row, as calculate_qparams and _quantize do for the
+// float-quantized "channel" strategy: scale = max(|min|, max)/448 in BF16,
+// x_q = e4m3(clamp(x/scale, ±448)) with x/scale rounded to BF16 first;
+// every scale stored mult times the faithful one.
+func quantizeChannelFP8(t fixture.Tensor, mult float32) []fixture.Tensor {
+	rows, cols := t.Shape[0], t.Shape[1]
+	vals := sourceValues(t)
+	amax := blockAmax(vals, cols, cols)
+	scales := make([]float32, rows)
+	data := make([]byte, len(vals))
+	for r, a := range amax {
+		scales[r] = roundBF16(float32(a / 448))
+		for c := range cols {
+			data[uint64(r)*cols+c] = toE4M3(float64(roundBF16(float32(vals[uint64(r)*cols+c]) / scales[r])))
+		}
+		scales[r] *= mult
+	}
+	return []fixture.Tensor{{Name: t.Name, DType: safetensors.F8_E4M3, Shape: t.Shape, Data: data},
+		{Name: stem(t.Name) + "weight_scale", DType: safetensors.BF16, Shape: []uint64{rows, 1}, Data: fixture.Encode(scales, safetensors.BF16)}}
+}
+
+// TestQuantE2EChannelFP8: float-quantized FP8 per channel on [41, 75] and
+// [3, 200] weights: faithful passes, a scale ×2 fails, another layer's
+// weight fails, and a module of the ignore list quantized anyway is a
+// quantized_config_mismatch.
+func TestQuantE2EChannelFP8(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 75)
+	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 41, 75), bf16Weights(kProj, 3, 3, 200)}
+	weights := map[string]any{"num_bits": 8, "type": "float", "symmetric": true, "strategy": "channel"}
+	cfg := ctConfig("float-quantized", weights)
+	quantized := func(mult float32) []fixture.Tensor {
+		out := append([]fixture.Tensor{norm}, quantizeChannelFP8(src[1], mult)...)
+		return append(out, quantizeChannelFP8(src[2], 1)...)
+	}
+	checkJudgedBySteps(t, src, cfg, "elementwise", quantized)
+	const enc = "F8_E4M3 per-channel (BF16 scale)"
+	checkValidated(t, quantized(1), cfg, []uint64{41, 75}, enc, nil)
+	ignored := ctConfig("float-quantized", weights, "re:.*q_proj$")
+	checkValidated(t, quantized(1), ignored, []uint64{41, 75}, enc, []string{"warning quantized_config_mismatch " + qProj})
+	other := quantized(1)
+	other[1].Data = quantizeChannelFP8(bf16Weights(qProj, 9, 41, 75), 1)[0].Data // layer 9's codes under layer 0's scales
+	checkE2E(t, src, []e2eCase{
+		{"another layer's weight", other, cfg, nil, []string{"error quantization_error " + qProj, "error reinitialized " + qProj}},
+		{"ignored yet quantized", quantized(1), ignored, []string{"warning quantized_config_mismatch " + qProj}, nil},
+	})
+}
