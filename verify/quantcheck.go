@@ -119,7 +119,7 @@ func bestScheme(config []byte, infos []tensorfile.TensorInfo) quant.Scheme {
 type quantConfig struct {
 	// ignore lists modules left unquantized: compressed-tensors' ignore
 	// (names, or "re:" patterns), transformers' modules_to_not_convert
-	// (substrings of names).
+	// and llm_int8_skip_modules (substrings of names).
 	ignore     []string
 	notConvert []string
 	// blockSize is fp8's weight_block_size, [rows, cols]; nil when absent.
@@ -136,11 +136,14 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 		Method     string   `json:"quant_method"`
 		Ignore     []string `json:"ignore"`
 		NotConvert []string `json:"modules_to_not_convert"`
-		Block      []uint64 `json:"weight_block_size"`
-		Sym        *bool    `json:"sym"`
-		ZeroPoint  *bool    `json:"zero_point"`
-		Mode       string   `json:"mode"`
-		Groups     map[string]struct {
+		// bitsandbytes' (transformers BitsAndBytesConfig), read as
+		// modules_to_not_convert.
+		SkipModules []string `json:"llm_int8_skip_modules"`
+		Block       []uint64 `json:"weight_block_size"`
+		Sym         *bool    `json:"sym"`
+		ZeroPoint   *bool    `json:"zero_point"`
+		Mode        string   `json:"mode"`
+		Groups      map[string]struct {
 			Weights *struct {
 				Symmetric *bool `json:"symmetric"`
 			} `json:"weights"`
@@ -149,7 +152,7 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 	if json.Unmarshal(raw, &c) != nil {
 		return quantConfig{}
 	}
-	q := quantConfig{ignore: c.Ignore, notConvert: c.NotConvert}
+	q := quantConfig{ignore: c.Ignore, notConvert: append(c.NotConvert, c.SkipModules...)}
 	if len(c.Block) == 2 && c.Block[0] > 0 && c.Block[1] > 0 {
 		q.blockSize = c.Block
 	}
