@@ -9,9 +9,10 @@ import (
 )
 
 // asGPTQv1 stores a GPTQ v2 export's zero points as the v1 format does,
-// each one less (AutoGPTQ auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py
-// pack: zeros -= 1 before packing, masked to the nibble; and
-// dequantization adds 1 back).
+// each one less, masked to its nibble (AutoGPTQ/AutoGPTQ
+// auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py pack at
+// 179776bd1d97a2e7f84b72318630f43719647a11: zeros -= 1 before packing;
+// forward adds 1 back after masking).
 func asGPTQv1(tensors []fixture.Tensor) []fixture.Tensor {
 	out := slices.Clone(tensors)
 	for i, x := range out {
