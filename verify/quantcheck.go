@@ -102,13 +102,25 @@ func bindCheckpoint(c *checkpoint.Checkpoint) (checkpointBinding, bool) {
 }
 
 // bestScheme is the scheme that binds the most weights on the names and
-// shapes alone, or nil when none binds one.
+// shapes alone, those it decodes first (two schemes that name companions
+// alike, compressed-tensors' and ModelOpt's weight_scale, tell apart by
+// the dtypes), or nil when none binds one.
 func bestScheme(config []byte, infos []tensorfile.TensorInfo) quant.Scheme {
 	var best quant.Scheme
-	most := 0
+	most := [2]int{}
 	for _, s := range quant.Schemes() {
-		if b, err := s.Bind(config, infos); err == nil && len(b.Bindings) > most {
-			best, most = s, len(b.Bindings)
+		b, err := s.Bind(config, infos)
+		if err != nil || len(b.Bindings) == 0 {
+			continue
+		}
+		n := [2]int{0, len(b.Bindings)}
+		for _, bind := range b.Bindings {
+			if _, ok := bind.Codec.(*quant.Unsupported); !ok {
+				n[0]++
+			}
+		}
+		if n[0] > most[0] || n[0] == most[0] && n[1] > most[1] {
+			best, most = s, n
 		}
 	}
 	return best
@@ -139,6 +151,8 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 		// bitsandbytes' (transformers BitsAndBytesConfig), read as
 		// modules_to_not_convert.
 		SkipModules []string `json:"llm_int8_skip_modules"`
+		// ModelOpt's (its globs, read as modules_to_not_convert).
+		Exclude []string `json:"exclude_modules"`
 		Block       []uint64 `json:"weight_block_size"`
 		Sym         *bool    `json:"sym"`
 		ZeroPoint   *bool    `json:"zero_point"`
@@ -152,7 +166,7 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 	if json.Unmarshal(raw, &c) != nil {
 		return quantConfig{}
 	}
-	q := quantConfig{ignore: c.Ignore, notConvert: append(c.NotConvert, c.SkipModules...)}
+	q := quantConfig{ignore: c.Ignore, notConvert: slices.Concat(c.NotConvert, c.SkipModules, c.Exclude)}
 	if len(c.Block) == 2 && c.Block[0] > 0 && c.Block[1] > 0 {
 		q.blockSize = c.Block
 	}
