@@ -152,12 +152,12 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 		// modules_to_not_convert.
 		SkipModules []string `json:"llm_int8_skip_modules"`
 		// ModelOpt's (its globs, read as modules_to_not_convert).
-		Exclude []string `json:"exclude_modules"`
-		Block       []uint64 `json:"weight_block_size"`
-		Sym         *bool    `json:"sym"`
-		ZeroPoint   *bool    `json:"zero_point"`
-		Mode        string   `json:"mode"`
-		Groups      map[string]struct {
+		Exclude   []string `json:"exclude_modules"`
+		Block     []uint64 `json:"weight_block_size"`
+		Sym       *bool    `json:"sym"`
+		ZeroPoint *bool    `json:"zero_point"`
+		Mode      string   `json:"mode"`
+		Groups    map[string]struct {
 			Weights *struct {
 				Symmetric *bool `json:"symmetric"`
 			} `json:"weights"`
