@@ -64,7 +64,7 @@ var quantLayouts = []quantLayout{
 		[]fixture.Tensor{arangeRaw("model.layers.0.mlp.down_proj.qweight", safetensors.I32, 8, 8),
 			arangeRaw("model.layers.0.mlp.down_proj.qzeros", safetensors.I32, 2, 1),
 			arangeRaw("model.layers.0.mlp.down_proj.scales", safetensors.F16, 2, 8),
-			arangeRaw("model.layers.0.mlp.down_proj.g_idx", safetensors.I32, 64)},
+			gIdx("model.layers.0.mlp.down_proj.g_idx", 64, 32)},
 		"model.layers.0.mlp.down_proj.scales"},
 	{"awq", "casper-hansen/AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM",
 		map[string]any{"quantization_config": map[string]any{"quant_method": "awq", "bits": 4, "group_size": 32}},

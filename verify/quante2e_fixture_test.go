@@ -34,6 +34,16 @@ func jsonTensor(name, js string) fixture.Tensor {
 	return fixture.Tensor{Name: name, DType: safetensors.U8, Shape: []uint64{uint64(len(js))}, Data: []byte(js)}
 }
 
+// gIdx is GPTQ's g_idx of in columns in groups of group without act-order:
+// column c in group c/group.
+func gIdx(name string, in, group int32) fixture.Tensor {
+	idx := make([]int32, in)
+	for c := range idx {
+		idx[c] = int32(c) / group
+	}
+	return fixture.Tensor{Name: name, DType: safetensors.I32, Shape: []uint64{uint64(in)}, Data: le32(idx)}
+}
+
 // sourceValues are a BF16 (or other float) tensor's values.
 func sourceValues(t fixture.Tensor) []float64 {
 	n := uint64(1)
