@@ -2,6 +2,7 @@ package verify
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
@@ -97,7 +98,14 @@ func TestQuantE2EPackQuantized(t *testing.T) {
 			if sym {
 				return
 			}
+			// q_proj's zero points and weight_shape in the first of three
+			// shards, its packed weight and scales in the last: found
+			// through the index. (quantized: norm, q's packed, scale,
+			// shape, zero points, then k's.)
+			q := quantized(1, 0)
+			moved := slices.Concat(q[:1], []fixture.Tensor{q[4], q[3]}, q[5:], q[1:3])
 			checkE2E(t, src, []e2eCase{
+				{"companions in another shard, sharded", moved, cfg, nil, nil},
 				{"zero point off by one", quantized(1, -1), cfg, nil, []string{"error quantization_error " + qProj}},
 				{"zero points missing", without(quantized(1, 0), stem(qProj)+"weight_zero_point"), cfg,
 					[]string{"error quantized_scale_missing " + qProj, "warning quantized_unsupported "}, nil},

@@ -122,7 +122,8 @@ type e2eCase struct {
 }
 
 // checkE2E diffs each case's export against src published as is, with
-// values, and checks the findings.
+// values, and checks the findings. A case named "…, sharded" is written
+// as three shards and an index.
 func checkE2E(t *testing.T, src []fixture.Tensor, cases []e2eCase) {
 	t.Helper()
 	pub := filepath.Join(t.TempDir(), "published")
@@ -131,7 +132,14 @@ func checkE2E(t *testing.T, src []fixture.Tensor, cases []e2eCase) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := diffPaths(t, pub, export(t, c.tensors, c.config), DiffOptions{WeightsOnly: true})
+			exp := export(t, c.tensors, c.config)
+			if strings.HasSuffix(c.name, ", sharded") { // three shards and an index
+				exp = filepath.Join(t.TempDir(), "sharded")
+				if err := fixture.WriteSharded(exp, c.tensors, 3, c.config); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true})
 			if got := notable(d.Findings); !slices.Equal(got, c.structure) {
 				t.Fatalf("structure %q, want %q", got, c.structure)
 			}
