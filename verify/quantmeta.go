@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
@@ -45,6 +46,10 @@ func readMetas(wants []metaWant) (got [][]byte, why []string) {
 	for i, w := range wants {
 		if w.n > quant.MaxMetaBytes {
 			why[i] = fmt.Sprintf("%s, more than the %s read of a layout tensor", textfmt.Plural(int(min(w.n, 1<<62)), "byte"), textfmt.Plural(quant.MaxMetaBytes, "byte"))
+			continue
+		}
+		if w.off > math.MaxInt64-quant.MaxMetaBytes {
+			why[i] = fmt.Sprintf("at byte %d, past any file", w.off)
 			continue
 		}
 		order = append(order, i)
