@@ -66,11 +66,12 @@ func nearest[T float32 | float64](codes []T, x float64) int {
 	return best
 }
 
-// quantizeBNB4 quantizes a BF16 tensor to NF4 (or FP4) in blocks of 64
-// with double quantization, every nested absmax stored mult times the
-// faithful one: weight U8 [⌈n/2⌉, 1] (the first value in the high nibble),
-// absmax, quant_map, nested_absmax, nested_quant_map and the quant state.
-func quantizeBNB4(t fixture.Tensor, fp4 bool, mult float32) []fixture.Tensor {
+// quantizeBNB4 quantizes a BF16 tensor to NF4 (or FP4) in blocks of 64,
+// with double quantization when double, every (nested) absmax stored mult
+// times the faithful one: weight U8 [⌈n/2⌉, 1] (the first value in the high
+// nibble), absmax, quant_map, nested_absmax, nested_quant_map and the
+// quant state.
+func quantizeBNB4(t fixture.Tensor, fp4, double bool, mult float32) []fixture.Tensor {
 	const block, nested = 64, 256
 	vals := sourceValues(t)
 	n := uint64(len(vals))
@@ -86,6 +87,20 @@ func quantizeBNB4(t fixture.Tensor, fp4 bool, mult float32) []fixture.Tensor {
 			q |= 8 // dQuantizeFP4 keeps the sign of a value that rounds to zero
 		}
 		packed[i/2] |= q << (4 * (1 - i%2))
+	}
+	quantMap := make([]float32, 16)
+	for i, v := range grid {
+		quantMap[i] = float32(v)
+	}
+	data := fixture.Tensor{Name: t.Name, DType: safetensors.U8, Shape: []uint64{(n + 1) / 2, 1}, Data: packed}
+	if !double {
+		abs := make([]float32, len(absmax))
+		for i, a := range absmax {
+			abs[i] = float32(a) * mult
+		}
+		state := fmt.Sprintf(`{"quant_type": %q, "blocksize": %d, "dtype": "bfloat16", "shape": [%d, %d]}`, kind, block, t.Shape[0], t.Shape[1])
+		return []fixture.Tensor{data, f32Tensor(t.Name+".absmax", abs, uint64(len(abs))), f32Tensor(t.Name+".quant_map", quantMap, 16),
+			jsonTensor(t.Name+".quant_state.bitsandbytes__"+kind, state)}
 	}
 	var sum float32
 	for _, a := range absmax {
@@ -106,13 +121,9 @@ func quantizeBNB4(t fixture.Tensor, fp4 bool, mult float32) []fixture.Tensor {
 	for i, a := range amax2 {
 		nestedAbs[i] = float32(a) * mult
 	}
-	quantMap := make([]float32, 16)
-	for i, v := range grid {
-		quantMap[i] = float32(v)
-	}
 	state := fmt.Sprintf(`{"quant_type": %q, "blocksize": %d, "dtype": "bfloat16", "shape": [%d, %d], "nested_blocksize": %d, "nested_dtype": "float32", "nested_offset": %s}`,
 		kind, block, t.Shape[0], t.Shape[1], nested, strconv.FormatFloat(float64(offset), 'g', -1, 64))
-	return []fixture.Tensor{{Name: t.Name, DType: safetensors.U8, Shape: []uint64{(n + 1) / 2, 1}, Data: packed},
+	return []fixture.Tensor{data,
 		{Name: t.Name + ".absmax", DType: safetensors.U8, Shape: []uint64{uint64(len(qabs))}, Data: qabs},
 		f32Tensor(t.Name+".quant_map", quantMap, 16),
 		f32Tensor(t.Name+".nested_absmax", nestedAbs, uint64(len(nestedAbs))),
@@ -142,8 +153,8 @@ func TestQuantE2EBNB4(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			cfg := bnbConfig(true, kind)
 			quantized := func(mult float32) []fixture.Tensor {
-				out := append([]fixture.Tensor{norm}, quantizeBNB4(src[1], fp4, mult)...)
-				return append(out, quantizeBNB4(src[2], fp4, 1)...)
+				out := append([]fixture.Tensor{norm}, quantizeBNB4(src[1], fp4, true, mult)...)
+				return append(out, quantizeBNB4(src[2], fp4, true, 1)...)
 			}
 			checkJudgedBySteps(t, src, cfg, "elementwise", quantized)
 			enc := fmt.Sprintf("bitsandbytes %s block 64 (double quant)", map[bool]string{false: "NF4", true: "FP4"}[fp4])
@@ -161,6 +172,20 @@ func TestQuantE2EBNB4(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestQuantE2EBNB4Single: NF4 without double quantization (absmax F32),
+// on the shapes of TestQuantE2EBNB4: faithful passes, absmax ×2 fails.
+func TestQuantE2EBNB4Single(t *testing.T) {
+	norm := bf16Weights("model.norm.weight", 1, 50)
+	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 24, 50), bf16Weights(kProj, 3, 7, 33)}
+	cfg := bnbConfig(true, "nf4")
+	quantized := func(mult float32) []fixture.Tensor {
+		out := append([]fixture.Tensor{norm}, quantizeBNB4(src[1], false, false, mult)...)
+		return append(out, quantizeBNB4(src[2], false, false, 1)...)
+	}
+	checkJudgedBySteps(t, src, cfg, "elementwise", quantized)
+	checkValidated(t, quantized(1), cfg, []uint64{24, 50}, "bitsandbytes NF4 block 64", nil)
 }
 
 // quantizeInt8 quantizes a BF16 [rows, cols] tensor as LLM.int8()
