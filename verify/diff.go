@@ -215,7 +215,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	judge := func() ([]Finding, int) {
 		var out []Finding
 		for i, m := range sides {
-			d.quant[i].bind(m.View)
+			d.quant[i].bind(m)
 			bindGGML(m)
 			out = append(out, adapterFindings(m)...)
 			m.Unavailable = unavailable[i]

@@ -2,14 +2,11 @@ package verify
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/x448/float16"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	"github.com/ckptcheck/ckptcheck/quant"
@@ -29,44 +26,6 @@ const (
 	inputNorm = "model.layers.0.input_layernorm.weight"
 	vProj     = "model.layers.0.self_attn.v_proj.weight"
 )
-
-// quantizeAWQ quantizes a [out, in] weight of float64 values to AWQ GEMM
-// int4 with groups of group input columns: qweight, qzeros, scales.
-func quantizeAWQ(name string, w []float64, out, in, group uint64) []fixture.Tensor {
-	groups := in / group
-	qw, qz := make([]uint32, in*out/8), make([]uint32, groups*out/8)
-	scales := make([]float32, groups*out)
-	for o := range out {
-		for g := range groups {
-			xs := w[o*in+g*group : o*in+(g+1)*group]
-			lo, hi := slices.Min(xs), slices.Max(xs)
-			s := float16.Fromfloat32(float32(max(hi-lo, 1e-5) / 15)).Float32()
-			z := max(0, min(15, -math.Round(lo/float64(s))))
-			scales[g*out+o] = s
-			qz[g*(out/8)+o/8] |= uint32(z) << (4 * awqNibbleOf(o%8))
-			for i, x := range xs {
-				q := uint32(max(0, min(15, math.Round(x/float64(s))+z)))
-				c := g*group + uint64(i)
-				qw[c*(out/8)+o/8] |= q << (4 * awqNibbleOf(o%8))
-			}
-		}
-	}
-	words := func(ws []uint32) []byte {
-		var b []byte
-		for _, x := range ws {
-			b = binary.LittleEndian.AppendUint32(b, x)
-		}
-		return b
-	}
-	base := strings.TrimSuffix(name, "weight")
-	return []fixture.Tensor{{Name: base + "qweight", DType: safetensors.I32, Shape: []uint64{in, out / 8}, Data: words(qw)},
-		{Name: base + "qzeros", DType: safetensors.I32, Shape: []uint64{groups, out / 8}, Data: words(qz)},
-		{Name: base + "scales", DType: safetensors.F16, Shape: []uint64{groups, out}, Data: fixture.Encode(scales, safetensors.F16)}}
-}
-
-// awqNibbleOf is the nibble row j of a word goes to: AWQ's pack order
-// [0, 2, 4, 6, 1, 3, 5, 7] inverted.
-func awqNibbleOf(j uint64) uint64 { return [8]uint64{0, 4, 1, 5, 2, 6, 3, 7}[j] }
 
 // valuesOf decodes a fixture tensor.
 func valuesOf(t fixture.Tensor) []float64 {
@@ -123,7 +82,7 @@ func TestFoldedScale(t *testing.T) {
 			for i := range v {
 				v[i] *= s[i%in]
 			}
-			out = append(out, quantizeAWQ(w.Name, v, w.Shape[0], in, group)...)
+			out = append(out, quantizeAWQValues(w.Name, v, w.Shape[0], in, group, 1, 0)...)
 		}
 		return out
 	}
@@ -194,7 +153,7 @@ func TestFoldedScaleMerge(t *testing.T) {
 		for i := range v {
 			v[i] *= s[i%in]
 		}
-		exp = append(exp, quantizeAWQ(w.Name, v, w.Shape[0], in, group)...)
+		exp = append(exp, quantizeAWQValues(w.Name, v, w.Shape[0], in, group, 1, 0)...)
 	}
 	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "awq", "bits": 4, "group_size": group}}
 	dir := export(t, exp, cfg)
@@ -287,7 +246,7 @@ func TestFoldedScaleReadsLittle(t *testing.T) {
 				v[i] *= s[i%in]
 			}
 		}
-		d := diffPaths(t, pub, export(t, append([]fixture.Tensor{norm}, quantizeAWQ(qProj, v, 32, in, group)...), cfg), DiffOptions{WeightsOnly: true})
+		d := diffPaths(t, pub, export(t, append([]fixture.Tensor{norm}, quantizeAWQValues(qProj, v, 32, in, group, 1, 0)...), cfg), DiffOptions{WeightsOnly: true})
 		rep, err := d.CompareValues(context.Background(), ValueOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -37,7 +37,22 @@ func quantStructure(c *checkpoint.Checkpoint) []Finding {
 	if c.Config != nil {
 		file = c.Config.Path
 	}
-	return checkBound(qb.scheme, quantConfigOf(qb.config), qb.bound, qb.infos, file)
+	out := checkBound(qb.scheme, quantConfigOf(qb.config), qb.bound, qb.infos, file)
+	for _, b := range qb.bound.Bindings {
+		if why, ok := qb.unresolved[b.Weight]; ok {
+			out = append(out, Finding{Code: CodeQuantizedScaleShape, Severity: Error, Key: b.Weight,
+				Message: fmt.Sprintf("%s: its layout tensor %s (the shape and encoding it is stored in) cannot be used: %s", b.Codec, textfmt.Quote(metaName(b)), why)})
+		}
+	}
+	return out
+}
+
+// metaName is the name of a Resolver binding's meta part.
+func metaName(b quant.Binding) string {
+	if r, ok := b.Codec.(quant.Resolver); ok && r.MetaPart() < len(b.Parts) {
+		return b.Parts[r.MetaPart()]
+	}
+	return ""
 }
 
 // A checkpointBinding is what a scheme bound over every shard's tensors.
@@ -47,6 +62,9 @@ type checkpointBinding struct {
 	bound          quant.Bound
 	infos          []tensorfile.TensorInfo
 	err            error
+	// unresolved says, by weight, why the layout tensor of a weight whose
+	// shape is in the data (see resolveBindings) was not read.
+	unresolved map[string]string
 }
 
 // bindCheckpoint binds c's quantized weights, from its headers and config;
@@ -76,17 +94,33 @@ func bindCheckpoint(c *checkpoint.Checkpoint) (checkpointBinding, bool) {
 		return checkpointBinding{}, false
 	}
 	b, err := scheme.Bind(q.config, infos)
-	return checkpointBinding{method: q.method, scheme: scheme.Name(), config: q.config, bound: b, infos: infos, err: err}, true
+	var unresolved map[string]string
+	if err == nil {
+		unresolved = resolveBindings(b.Bindings, srcs)
+	}
+	return checkpointBinding{method: q.method, scheme: scheme.Name(), config: q.config, bound: b, infos: infos, err: err, unresolved: unresolved}, true
 }
 
 // bestScheme is the scheme that binds the most weights on the names and
-// shapes alone, or nil when none binds one.
+// shapes alone, those it decodes first (two schemes that name companions
+// alike, compressed-tensors' and ModelOpt's weight_scale, tell apart by
+// the dtypes), or nil when none binds one.
 func bestScheme(config []byte, infos []tensorfile.TensorInfo) quant.Scheme {
 	var best quant.Scheme
-	most := 0
+	most := [2]int{}
 	for _, s := range quant.Schemes() {
-		if b, err := s.Bind(config, infos); err == nil && len(b.Bindings) > most {
-			best, most = s, len(b.Bindings)
+		b, err := s.Bind(config, infos)
+		if err != nil || len(b.Bindings) == 0 {
+			continue
+		}
+		n := [2]int{0, len(b.Bindings)}
+		for _, bind := range b.Bindings {
+			if _, ok := bind.Codec.(*quant.Unsupported); !ok {
+				n[0]++
+			}
+		}
+		if n[0] > most[0] || n[0] == most[0] && n[1] > most[1] {
+			best, most = s, n
 		}
 	}
 	return best
@@ -97,7 +131,7 @@ func bestScheme(config []byte, infos []tensorfile.TensorInfo) quant.Scheme {
 type quantConfig struct {
 	// ignore lists modules left unquantized: compressed-tensors' ignore
 	// (names, or "re:" patterns), transformers' modules_to_not_convert
-	// (substrings of names).
+	// and llm_int8_skip_modules (substrings of names).
 	ignore     []string
 	notConvert []string
 	// blockSize is fp8's weight_block_size, [rows, cols]; nil when absent.
@@ -114,11 +148,16 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 		Method     string   `json:"quant_method"`
 		Ignore     []string `json:"ignore"`
 		NotConvert []string `json:"modules_to_not_convert"`
-		Block      []uint64 `json:"weight_block_size"`
-		Sym        *bool    `json:"sym"`
-		ZeroPoint  *bool    `json:"zero_point"`
-		Mode       string   `json:"mode"`
-		Groups     map[string]struct {
+		// bitsandbytes' (transformers BitsAndBytesConfig), read as
+		// modules_to_not_convert.
+		SkipModules []string `json:"llm_int8_skip_modules"`
+		// ModelOpt's (its globs, read as modules_to_not_convert).
+		Exclude   []string `json:"exclude_modules"`
+		Block     []uint64 `json:"weight_block_size"`
+		Sym       *bool    `json:"sym"`
+		ZeroPoint *bool    `json:"zero_point"`
+		Mode      string   `json:"mode"`
+		Groups    map[string]struct {
 			Weights *struct {
 				Symmetric *bool `json:"symmetric"`
 			} `json:"weights"`
@@ -127,7 +166,7 @@ func quantConfigOf(raw json.RawMessage) quantConfig {
 	if json.Unmarshal(raw, &c) != nil {
 		return quantConfig{}
 	}
-	q := quantConfig{ignore: c.Ignore, notConvert: c.NotConvert}
+	q := quantConfig{ignore: c.Ignore, notConvert: slices.Concat(c.NotConvert, c.SkipModules, c.Exclude)}
 	if len(c.Block) == 2 && c.Block[0] > 0 && c.Block[1] > 0 {
 		q.blockSize = c.Block
 	}

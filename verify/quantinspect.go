@@ -8,8 +8,10 @@ import (
 // quantRows is what inspect shows of c's quantized weights: by the name of
 // each weight's data tensor, the row of the logical weight (its name, its
 // encoding, its dequantized shape and parameters, the bytes of all its
-// parts); and the companions, which are part of those rows. It reads only
-// headers and config.json.
+// parts); and the companions, which are part of those rows. It reads
+// headers and config.json, and of the data only the small layout tensors
+// of weights whose shape is written there (compressed-tensors'
+// weight_shape, bitsandbytes' quant_state; see resolveBindings).
 func quantRows(c *checkpoint.Checkpoint) (weights map[string]TensorRow, companions map[string]bool) {
 	qb, ok := bindCheckpoint(c)
 	if !ok || qb.err != nil {

@@ -69,12 +69,15 @@ func quantOf(m *Mapped, physical []safetensors.TensorInfo) quantSide {
 	return q
 }
 
-// bind folds the view's quantized weights and their companions into one
-// logical tensor each (adapter.View.BindQuant).
-func (q quantSide) bind(v *adapter.View) {
+// bind folds the side's quantized weights and their companions into one
+// logical tensor each (adapter.View.BindQuant), and reads the layout
+// tensors of those whose shape is in the data (resolveView).
+func (q quantSide) bind(m *Mapped) {
 	if q.method == "" || q.ggml {
 		return
 	}
+	v := m.View
+	defer resolveView(v, m.Sources)
 	if q.scheme != nil {
 		_, _ = v.BindQuant(q.scheme, q.config) // a config it cannot read binds nothing: every tensor stays
 		return
