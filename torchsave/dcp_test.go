@@ -219,3 +219,28 @@ func TestDCPTransformRefused(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAssembleBounds: column shards make a piece a row a chunk; past the
+// budget the tensor is not assembled, and why names the layout.
+func TestAssembleBounds(t *testing.T) {
+	tensor := &DCPTensor{FQN: "w", DType: tensorfile.F32, Shape: []uint64{4, 6}}
+	var items []Tensor
+	for c := range uint64(3) {
+		item := DCPItem{RelativePath: "__0_0.distcp", Offset: 100 * c, Length: 100}
+		tensor.Chunks = append(tensor.Chunks, DCPChunk{Offsets: []uint64{0, 2 * c}, Sizes: []uint64{4, 2}, Item: item})
+		items = append(items, Tensor{TensorInfo: tensorfile.TensorInfo{DType: tensorfile.F32, Shape: []uint64{4, 2}, Offset: 10, Size: 32}})
+	}
+	budget := 100
+	pieces, why := assemble(tensor, items, &budget)
+	if why != "" || len(pieces) != 12 || budget != 88 {
+		t.Fatalf("pieces %v, why %q, budget %d", pieces, why, budget)
+	}
+	// Row 1 is chunk 0's second row, then chunk 1's, then chunk 2's.
+	if p := pieces[3]; p.Offset != 18 || p.Length != 8 {
+		t.Errorf("row 1's first piece %+v, want bytes 18+8", p)
+	}
+	budget = 11
+	if pieces, why = assemble(tensor, items, &budget); pieces != nil || !strings.Contains(why, "more than 11 pieces") || budget != 11 {
+		t.Errorf("past the budget: %v, %q, budget %d", pieces, why, budget)
+	}
+}
