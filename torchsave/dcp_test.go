@@ -244,3 +244,31 @@ func TestAssembleBounds(t *testing.T) {
 		t.Errorf("past the budget: %v, %q, budget %d", pieces, why, budget)
 	}
 }
+
+// TestDCPModelFilesLaterChunks: a rank's file that holds only the second
+// chunks of tensors is one of the step's files too, so that every piece
+// is in one of them.
+func TestDCPModelFilesLaterChunks(t *testing.T) {
+	md := readDCP(t, "sharded")
+	md.Tensors = slices.DeleteFunc(md.Tensors, func(t DCPTensor) bool { return t.FQN != "model.rows" })
+	dir := filepath.Join(dcpFixtures, "sharded")
+	names, files, err := DCPModelFiles(md, func(rel string) (io.ReaderAt, int64, error) {
+		f, err := os.Open(filepath.Join(dir, rel))
+		if err != nil {
+			return nil, 0, err
+		}
+		t.Cleanup(func() { f.Close() })
+		st, err := f.Stat()
+		return f, st.Size(), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, []string{"__0_0.distcp", "__1_0.distcp"}) || files["__0_0.distcp"].NumTensors() != 1 || files["__1_0.distcp"].NumTensors() != 0 {
+		t.Fatalf("files %v", names)
+	}
+	ps := files["__0_0.distcp"].TensorPieces(0)
+	if len(ps) != 2 || ps[0].File != "__0_0.distcp" || ps[1].File != "__1_0.distcp" || ps[0].Length != 48 || ps[1].Length != 48 {
+		t.Errorf("pieces %+v: want the two row shards, 48 bytes each", ps)
+	}
+}

@@ -29,7 +29,8 @@ func (f *DCPFile) Meta() map[string]string                { return nil }
 func (f *DCPFile) Close() error                           { return nil }
 
 // DCPModelFiles groups the step's model tensors by the item file of their
-// first chunk, in first-use order. open gives an item file's reader and
+// first chunk, in first-use order, with the files that hold only later
+// chunks as files of no tensor. open gives an item file's reader and
 // size; each chunk's item is read as a torch.save archive.
 func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, error)) (names []string, files map[string]*DCPFile, err error) {
 	files = map[string]*DCPFile{}
@@ -51,6 +52,14 @@ func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, e
 			return nil, nil, err
 		}
 		f.Tensors = append(f.Tensors, tensor)
+		// A rank's file may hold no tensor's first chunk: it is listed
+		// too, so that every piece's file is one of the step's.
+		for _, p := range tensor.Pieces {
+			if files[p.File] == nil {
+				files[p.File] = &DCPFile{}
+				names = append(names, p.File)
+			}
+		}
 	}
 	return names, files, nil
 }
