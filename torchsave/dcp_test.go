@@ -1,6 +1,7 @@
 package torchsave
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -271,4 +272,48 @@ func TestDCPModelFilesLaterChunks(t *testing.T) {
 	if len(ps) != 2 || ps[0].File != "__0_0.distcp" || ps[1].File != "__1_0.distcp" || ps[0].Length != 48 || ps[1].Length != 48 {
 		t.Errorf("pieces %+v: want the two row shards, 48 bytes each", ps)
 	}
+}
+
+// FuzzDCPModelFiles: whatever .metadata and item bytes say, assembling
+// the tensors neither panics nor makes a piece outside its item file.
+func FuzzDCPModelFiles(f *testing.F) {
+	items := map[string][]byte{}
+	for _, step := range []string{"good", "sharded"} {
+		md, err := os.ReadFile(filepath.Join(dcpFixtures, step, DCPMetadataName))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, name := range []string{"__0_0.distcp", "__1_0.distcp"} {
+			if b, err := os.ReadFile(filepath.Join(dcpFixtures, step, name)); err == nil && items[name] == nil {
+				items[name] = b
+			}
+		}
+		f.Add(md, items["__0_0.distcp"])
+	}
+	f.Fuzz(func(t *testing.T, meta, item0 []byte) {
+		md, err := ReadDCPMetadata(meta)
+		if err != nil {
+			return
+		}
+		files := map[string][]byte{"__0_0.distcp": item0, "__1_0.distcp": items["__1_0.distcp"]}
+		_, dcp, err := DCPModelFiles(md, func(rel string) (io.ReaderAt, int64, error) {
+			b, ok := files[rel]
+			if !ok {
+				return nil, 0, os.ErrNotExist
+			}
+			return bytes.NewReader(b), int64(len(b)), nil
+		})
+		if err != nil {
+			return
+		}
+		for _, df := range dcp {
+			for i := range df.NumTensors() {
+				for _, p := range df.TensorPieces(i) {
+					if n := uint64(len(files[p.File])); p.Offset > n || p.Length > n-p.Offset {
+						t.Fatalf("tensor %s: piece %+v outside its file's %d bytes", df.Tensors[i].Name, p, n)
+					}
+				}
+			}
+		}
+	})
 }
