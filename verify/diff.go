@@ -378,6 +378,7 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 		}
 	}
 	out := make([]Source, 0, n)
+	var named map[string]*checkpoint.Shard // for torchLayout
 	for _, s := range c.Shards {
 		if s.File == nil {
 			continue
@@ -385,7 +386,7 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 		first := len(out)
 		for i, t := range headerTensors(s) {
 			out = append(out, Source{Tensor: t, Shard: s, Err: tensorError(s, i)})
-			torchLayout(&out[len(out)-1], c, i)
+			torchLayout(&out[len(out)-1], c, i, &named)
 		}
 		ggufBlockRows(s, out[first:])
 	}

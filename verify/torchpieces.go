@@ -24,8 +24,8 @@ type piece struct {
 // torchLayout sets a source's pieces and whether its range holds the
 // tensor's transpose, from a torch file's (or DCP step's) tensor i; a
 // piece in another item file of a DCP step is found among c's shards by
-// name.
-func torchLayout(src *Source, c *checkpoint.Checkpoint, i int) {
+// name (*named maps them, built on first use).
+func torchLayout(src *Source, c *checkpoint.Checkpoint, i int, named *map[string]*checkpoint.Shard) {
 	s := src.Shard
 	if tr, ok := s.Header.(interface{ TensorTransposed(int) bool }); ok {
 		src.Transposed = tr.TensorTransposed(i)
@@ -43,9 +43,15 @@ func torchLayout(src *Source, c *checkpoint.Checkpoint, i int) {
 	for k, p := range ps {
 		shard := s
 		if p.File != "" {
-			shard = shardNamed(c, p.File)
-			if shard == nil {
-				src.Err = fmt.Errorf("its piece in %s is in no file of the checkpoint", p.File)
+			if *named == nil {
+				*named = make(map[string]*checkpoint.Shard, len(c.Shards))
+				for _, sh := range c.Shards {
+					(*named)[sh.Name] = sh
+				}
+			}
+			shard = (*named)[p.File]
+			if shard == nil || shard.File == nil {
+				src.Err = fmt.Errorf("its piece in %s is in no file of the checkpoint that could be read", p.File)
 				src.Pieces = nil
 				return
 			}
@@ -53,15 +59,6 @@ func torchLayout(src *Source, c *checkpoint.Checkpoint, i int) {
 		src.Pieces[k] = piece{shard: shard, off: p.Offset, n: p.Length, at: at}
 		at += p.Length
 	}
-}
-
-func shardNamed(c *checkpoint.Checkpoint, name string) *checkpoint.Shard {
-	for _, s := range c.Shards {
-		if s.Name == name {
-			return s
-		}
-	}
-	return nil
 }
 
 // pieceSegments appends the engine segments holding bytes [off, off+n) of

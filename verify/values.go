@@ -167,11 +167,6 @@ func (o *operand) unreadable() string {
 		if src.Err != nil {
 			return fmt.Sprintf("%s in %s cannot be read (%v); its values are not read", src.Tensor.Name, src.Shard.Path, src.Err)
 		}
-		for _, p := range src.Pieces {
-			if p.shard.File == nil {
-				return fmt.Sprintf("%s failed validation; its values are not read", p.shard.Path)
-			}
-		}
 	}
 	if _, ok := storedTransposedAs(o.t, o.src); !ok {
 		return fmt.Sprintf("%s is stored transposed and mapped in part; its values are not read", o.t.Source)
