@@ -1,6 +1,7 @@
 package torchsave
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -218,4 +219,101 @@ func TestDCPTransformRefused(t *testing.T) {
 	if err := tn.Transform(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestAssembleBounds: column shards make a piece a row a chunk; past the
+// budget the tensor is not assembled, and why names the layout.
+func TestAssembleBounds(t *testing.T) {
+	tensor := &DCPTensor{FQN: "w", DType: tensorfile.F32, Shape: []uint64{4, 6}}
+	var items []Tensor
+	for c := range uint64(3) {
+		item := DCPItem{RelativePath: "__0_0.distcp", Offset: 100 * c, Length: 100}
+		tensor.Chunks = append(tensor.Chunks, DCPChunk{Offsets: []uint64{0, 2 * c}, Sizes: []uint64{4, 2}, Item: item})
+		items = append(items, Tensor{TensorInfo: tensorfile.TensorInfo{DType: tensorfile.F32, Shape: []uint64{4, 2}, Offset: 10, Size: 32}})
+	}
+	budget := 100
+	pieces, why := assemble(tensor, items, &budget)
+	if why != "" || len(pieces) != 12 || budget != 88 {
+		t.Fatalf("pieces %v, why %q, budget %d", pieces, why, budget)
+	}
+	// Row 1 is chunk 0's second row, then chunk 1's, then chunk 2's.
+	if p := pieces[3]; p.Offset != 18 || p.Length != 8 {
+		t.Errorf("row 1's first piece %+v, want bytes 18+8", p)
+	}
+	budget = 11
+	if pieces, why = assemble(tensor, items, &budget); pieces != nil || !strings.Contains(why, "more than 11 pieces") || budget != 11 {
+		t.Errorf("past the budget: %v, %q, budget %d", pieces, why, budget)
+	}
+}
+
+// TestDCPModelFilesLaterChunks: a rank's file that holds only the second
+// chunks of tensors is one of the step's files too, so that every piece
+// is in one of them.
+func TestDCPModelFilesLaterChunks(t *testing.T) {
+	md := readDCP(t, "sharded")
+	md.Tensors = slices.DeleteFunc(md.Tensors, func(t DCPTensor) bool { return t.FQN != "model.rows" })
+	dir := filepath.Join(dcpFixtures, "sharded")
+	names, files, err := DCPModelFiles(md, func(rel string) (io.ReaderAt, int64, error) {
+		f, err := os.Open(filepath.Join(dir, rel))
+		if err != nil {
+			return nil, 0, err
+		}
+		t.Cleanup(func() { f.Close() })
+		st, err := f.Stat()
+		return f, st.Size(), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, []string{"__0_0.distcp", "__1_0.distcp"}) || files["__0_0.distcp"].NumTensors() != 1 || files["__1_0.distcp"].NumTensors() != 0 {
+		t.Fatalf("files %v", names)
+	}
+	ps := files["__0_0.distcp"].TensorPieces(0)
+	if len(ps) != 2 || ps[0].File != "__0_0.distcp" || ps[1].File != "__1_0.distcp" || ps[0].Length != 48 || ps[1].Length != 48 {
+		t.Errorf("pieces %+v: want the two row shards, 48 bytes each", ps)
+	}
+}
+
+// FuzzDCPModelFiles: whatever .metadata and item bytes say, assembling
+// the tensors neither panics nor makes a piece outside its item file.
+func FuzzDCPModelFiles(f *testing.F) {
+	items := map[string][]byte{}
+	for _, step := range []string{"good", "sharded"} {
+		md, err := os.ReadFile(filepath.Join(dcpFixtures, step, DCPMetadataName))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, name := range []string{"__0_0.distcp", "__1_0.distcp"} {
+			if b, err := os.ReadFile(filepath.Join(dcpFixtures, step, name)); err == nil && items[name] == nil {
+				items[name] = b
+			}
+		}
+		f.Add(md, items["__0_0.distcp"])
+	}
+	f.Fuzz(func(t *testing.T, meta, item0 []byte) {
+		md, err := ReadDCPMetadata(meta)
+		if err != nil {
+			return
+		}
+		files := map[string][]byte{"__0_0.distcp": item0, "__1_0.distcp": items["__1_0.distcp"]}
+		_, dcp, err := DCPModelFiles(md, func(rel string) (io.ReaderAt, int64, error) {
+			b, ok := files[rel]
+			if !ok {
+				return nil, 0, os.ErrNotExist
+			}
+			return bytes.NewReader(b), int64(len(b)), nil
+		})
+		if err != nil {
+			return
+		}
+		for _, df := range dcp {
+			for i := range df.NumTensors() {
+				for _, p := range df.TensorPieces(i) {
+					if n := uint64(len(files[p.File])); p.Offset > n || p.Length > n-p.Offset {
+						t.Fatalf("tensor %s: piece %+v outside its file's %d bytes", df.Tensors[i].Name, p, n)
+					}
+				}
+			}
+		}
+	})
 }

@@ -3,15 +3,17 @@ package torchsave
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // A DCPFile is the model tensors of a DCP step whose first chunk is in one
 // item file, as a tensorfile.File over that file: a tensor saved in one
-// chunk has the absolute byte range of its item's storage; a tensor in
-// several chunks is listed with a DCPChunked error (its values are
-// assembled from chunks, which is not done yet) and Offset -1.
+// contiguous chunk has the absolute byte range of its item's storage; a
+// tensor in several chunks (or a strided one) has Offset -1 and the
+// Pieces its chunks' items make, in the step's item files; a tensor
+// whose chunks cannot be assembled has a DCPChunked error saying why.
 type DCPFile struct {
 	Tensors []Tensor
 }
@@ -21,14 +23,18 @@ var _ tensorfile.File = (*DCPFile)(nil)
 func (f *DCPFile) NumTensors() int                        { return len(f.Tensors) }
 func (f *DCPFile) TensorInfo(i int) tensorfile.TensorInfo { return f.Tensors[i].TensorInfo }
 func (f *DCPFile) TensorError(i int) error                { return f.Tensors[i].Err }
+func (f *DCPFile) TensorPieces(i int) []Piece             { return f.Tensors[i].Pieces }
+func (f *DCPFile) TensorTransposed(i int) bool            { return f.Tensors[i].Transposed }
 func (f *DCPFile) Meta() map[string]string                { return nil }
 func (f *DCPFile) Close() error                           { return nil }
 
 // DCPModelFiles groups the step's model tensors by the item file of their
-// first chunk, in first-use order. open gives an item file's reader and
-// size; each one-chunk tensor's item is read as a torch.save archive.
+// first chunk, in first-use order, with the files that hold only later
+// chunks as files of no tensor. open gives an item file's reader and
+// size; each chunk's item is read as a torch.save archive.
 func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, error)) (names []string, files map[string]*DCPFile, err error) {
 	files = map[string]*DCPFile{}
+	budget := maxFilePieces
 	for i := range md.Tensors {
 		t := &md.Tensors[i]
 		if t.Part != DCPModel || len(t.Chunks) == 0 {
@@ -41,41 +47,68 @@ func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, e
 			files[rel] = f
 			names = append(names, rel)
 		}
-		tensor, err := dcpTensor(t, open)
+		tensor, err := dcpTensor(t, open, &budget)
 		if err != nil {
 			return nil, nil, err
 		}
 		f.Tensors = append(f.Tensors, tensor)
+		// A rank's file may hold no tensor's first chunk: it is listed
+		// too, so that every piece's file is one of the step's.
+		for _, p := range tensor.Pieces {
+			if files[p.File] == nil {
+				files[p.File] = &DCPFile{}
+				names = append(names, p.File)
+			}
+		}
 	}
 	return names, files, nil
 }
 
-func dcpTensor(t *DCPTensor, open func(string) (io.ReaderAt, int64, error)) (Tensor, error) {
+// dcpTensor reads a tensor's chunks' items. A single chunk read as one
+// range (or a transpose of one) keeps it, within the first chunk's file;
+// otherwise the chunks are assembled into pieces (see assemble).
+func dcpTensor(t *DCPTensor, open func(string) (io.ReaderAt, int64, error), budget *int) (Tensor, error) {
 	unread := Tensor{TensorInfo: tensorfile.TensorInfo{Name: t.FQN, DType: t.DType, Shape: t.Shape, Offset: -1}}
-	if len(t.Chunks) != 1 || t.Tiling() != nil || t.Transform() != nil {
-		unread.Err = formatErr(DCPChunked, DCPMetadataName, t.FQN, "saved in %d chunks: compared by name, shape and dtype, its values not read", len(t.Chunks))
+	if err := t.Tiling(); err != nil {
+		unread.Err = formatErr(DCPChunked, DCPMetadataName, t.FQN, "its %d chunks do not tile it; its values are not read", len(t.Chunks))
 		return unread, nil
 	}
-	it := t.Chunks[0].Item
-	r, size, err := open(it.RelativePath)
-	if err != nil {
-		return Tensor{}, fmt.Errorf("%s: %w", it.RelativePath, err)
-	}
-	if it.Offset > uint64(size) || it.Length > uint64(size)-it.Offset {
-		return Tensor{}, formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "item [%d, +%d) reaches past the file's %d bytes", it.Offset, it.Length, size)
-	}
-	item, err := NewFile(io.NewSectionReader(r, int64(it.Offset), int64(it.Length)), int64(it.Length))
-	if err != nil {
-		return Tensor{}, err
-	}
-	if len(item.Tensors) != 1 || item.Tensors[0].Err != nil {
-		unread.Err = formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "the item is not one readable tensor")
+	if err := t.Transform(); err != nil {
+		unread.Err = formatErr(DCPChunked, DCPMetadataName, t.FQN, "its chunks are stored with a transform; its values are not read")
 		return unread, nil
 	}
-	got := item.Tensors[0]
-	got.Name = t.FQN
-	if got.Offset >= 0 {
-		got.Offset += int64(it.Offset)
+	items := make([]Tensor, len(t.Chunks))
+	for k, c := range t.Chunks {
+		it := c.Item
+		r, size, err := open(it.RelativePath)
+		if err != nil {
+			return Tensor{}, fmt.Errorf("%s: %w", it.RelativePath, err)
+		}
+		if it.Offset > uint64(size) || it.Length > uint64(size)-it.Offset {
+			return Tensor{}, formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "item [%d, +%d) reaches past the file's %d bytes", it.Offset, it.Length, size)
+		}
+		item, err := NewFile(io.NewSectionReader(r, int64(it.Offset), int64(it.Length)), int64(it.Length))
+		if err != nil {
+			return Tensor{}, err
+		}
+		if len(item.Tensors) != 1 || item.Tensors[0].Err != nil || item.Tensors[0].DType != t.DType || !slices.Equal(item.Tensors[0].Shape, c.Sizes) {
+			unread.Err = formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "chunk %s's item is not one readable %s tensor of shape %s", region(c.Offsets, c.Sizes), t.DType, tensorfile.FormatShape(c.Sizes))
+			return unread, nil
+		}
+		items[k] = item.Tensors[0]
 	}
-	return got, nil
+	if len(items) == 1 && items[0].Pieces == nil {
+		got := items[0]
+		got.Name = t.FQN
+		got.Offset += int64(t.Chunks[0].Item.Offset)
+		return got, nil
+	}
+	pieces, why := assemble(t, items, budget)
+	if why != "" {
+		unread.Err = formatErr(DCPChunked, DCPMetadataName, t.FQN, "saved in %d chunks: %s; compared by name, shape and dtype, its values not read", len(t.Chunks), why)
+		return unread, nil
+	}
+	n, _ := t.NumElements()
+	unread.Pieces, unread.Size = pieces, int64(t.DType.Bytes(n))
+	return unread, nil
 }

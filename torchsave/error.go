@@ -23,7 +23,9 @@ const (
 	// StorageOutOfRange: a storage is larger than its entry, or a tensor
 	// reaches past its storage.
 	StorageOutOfRange
-	// NonContiguous: a tensor is a strided view that is not one range.
+	// NonContiguous: a tensor is a strided view that is not read: it
+	// would take more pieces than the bounds allow, or reads its storage
+	// too many times over (see maxOverlap).
 	NonContiguous
 	// UnsupportedTensor: a tensor kind or storage dtype that is not read
 	// (sparse, quantized, complex128).
@@ -39,8 +41,9 @@ const (
 	// DCPUnsupportedTransform: a DCP item records a transform (the newest
 	// FileSystemWriter's transform_descriptors) that is not implemented.
 	DCPUnsupportedTransform
-	// DCPChunked: a DCP tensor saved in several chunks, whose values are
-	// not assembled (yet): compared by name, shape and dtype only.
+	// DCPChunked: a DCP tensor whose chunks are not assembled (past the
+	// bounds on pieces, not tiling it, transformed): compared by name,
+	// shape and dtype only.
 	DCPChunked
 )
 

@@ -39,6 +39,13 @@ type Tensor struct {
 	Storage       string
 	StorageOffset uint64
 	Stride        []uint64
+	// Transposed says the tensor's range holds its transpose (its last
+	// two dimensions swapped, as x.t() views x): the view's strides.
+	Transposed bool
+	// Pieces, when set, hold the elements of a strided view that is no
+	// single range (a column slice, an expand), in row-major order; the
+	// TensorInfo then has Offset -1 and Size the elements' bytes.
+	Pieces []Piece
 	// Err says why the tensor cannot be read (a *FormatError of kind
 	// NonContiguous, UnsupportedTensor or StorageOutOfRange); its
 	// TensorInfo then has Offset -1 and Size 0.
@@ -58,6 +65,13 @@ func (f *File) TensorInfo(i int) tensorfile.TensorInfo { return f.Tensors[i].Ten
 // TensorError says why tensor i cannot be read, or nil: callers that know
 // the method (by type assertion) turn it into a finding.
 func (f *File) TensorError(i int) error { return f.Tensors[i].Err }
+
+// TensorPieces returns the pieces of tensor i (see Tensor.Pieces), nil
+// for a tensor of one range.
+func (f *File) TensorPieces(i int) []Piece { return f.Tensors[i].Pieces }
+
+// TensorTransposed reports whether tensor i's range holds its transpose.
+func (f *File) TensorTransposed(i int) bool { return f.Tensors[i].Transposed }
 
 // Meta is f.Metadata.
 func (f *File) Meta() map[string]string { return f.Metadata }
@@ -161,6 +175,7 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 		err       error
 	}
 	storages := map[string]placed{}
+	budget := maxFilePieces
 	for _, v := range views {
 		t := Tensor{Storage: v.key, StorageOffset: v.offset, Stride: v.stride}
 		name := folder + "data/" + v.key
@@ -184,7 +199,7 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 		if p.err != nil && v.err == nil {
 			v.err = p.err
 		}
-		t.TensorInfo, t.Err = place(v, p.off, p.size, name)
+		place(&t, v, p.off, p.size, name, &budget)
 		f.Tensors = append(f.Tensors, t)
 	}
 	return f, nil

@@ -96,13 +96,14 @@ func newLegacy(r io.ReaderAt, size int64) (*File, error) {
 		pos += 8 + int64(n)
 	}
 	f := &File{Legacy: true, Metadata: meta}
+	budget := maxFilePieces
 	for _, v := range views {
 		t := Tensor{Storage: v.key, StorageOffset: v.offset, Stride: v.stride}
 		p, ok := storages[v.key]
 		if !ok && v.err == nil {
 			v.err = formatErr(BadArchive, "storage "+v.key, v.name, "the storage is not in the file's list of storages")
 		}
-		t.TensorInfo, t.Err = place(v, p.off, p.size, "storage "+v.key)
+		place(&t, v, p.off, p.size, "storage "+v.key, &budget)
 		f.Tensors = append(f.Tensors, t)
 	}
 	return f, nil

@@ -239,25 +239,46 @@ func span(shape, stride []uint64) (n uint64, contiguous, ok bool) {
 	return last + 1, contiguous, true
 }
 
-// place turns a view into its TensorInfo over a storage whose data starts
-// at byte dataOff of the file and holds avail bytes.
-func place(v view, dataOff, avail int64, entry string) (tensorfile.TensorInfo, error) {
-	ti := tensorfile.TensorInfo{Name: v.name, DType: v.dtype, Shape: v.shape, Offset: -1}
+// place fills in t, a view's tensor over a storage whose data starts at
+// byte dataOff of the file and holds avail bytes: one range when the view
+// is contiguous, or the transpose of one range (Transposed), or else its
+// Pieces, taken from *budget (see maxFilePieces).
+func place(t *Tensor, v view, dataOff, avail int64, entry string, budget *int) {
+	t.TensorInfo = tensorfile.TensorInfo{Name: v.name, DType: v.dtype, Shape: v.shape, Offset: -1}
 	if v.err != nil {
-		return ti, v.err
+		t.Err = v.err
+		return
 	}
 	n, contiguous, ok := span(v.shape, v.stride)
 	es := uint64(v.dtype.Bits() / 8)
 	end, carry := bits.Add64(v.offset, n, 0)
 	if !ok || carry != 0 || end > v.storage.numel || v.dtype.Bytes(v.storage.numel) > uint64(avail) {
-		return ti, formatErr(StorageOutOfRange, entry, v.name,
+		t.Err = formatErr(StorageOutOfRange, entry, v.name,
 			"a view of %d elements at element %d (strides %v) of a storage of %d elements in %d bytes",
 			n, v.offset, v.stride, v.storage.numel, avail)
+		return
 	}
-	if !contiguous {
-		return ti, formatErr(NonContiguous, entry, v.name, "strides %v of shape %s are not row-major contiguous; it is not read", v.stride, tensorfile.FormatShape(v.shape))
+	numel, _ := tensorfile.NumElements(v.shape) // span counted it
+	switch {
+	case contiguous || transposedView(v.shape, v.stride):
+		t.Offset, t.Size = dataOff+int64(v.offset*es), int64(n*es)
+		t.Transposed = !contiguous
+		return
+	case numel/maxOverlap > max(n, 1):
+		t.Err = formatErr(NonContiguous, entry, v.name, "strides %v of shape %s read its %d storage elements more than %d times over; it is not read",
+			v.stride, tensorfile.FormatShape(v.shape), n, maxOverlap)
+		return
 	}
-	ti.Offset = dataOff + int64(v.offset*es)
-	ti.Size = int64(n * es)
-	return ti, nil
+	limit := uint64(min(maxPieces, max(*budget, 0)))
+	var pieces []Piece
+	count, ok := viewRuns(v.shape, v.stride, v.offset, limit, func(off, k uint64) {
+		pieces = append(pieces, Piece{Offset: uint64(dataOff) + off*es, Length: k * es})
+	})
+	if !ok {
+		t.Err = formatErr(NonContiguous, entry, v.name, "strides %v of shape %s would be read in %d pieces, more than the %d allowed; it is not read",
+			v.stride, tensorfile.FormatShape(v.shape), count, limit)
+		return
+	}
+	*budget -= len(pieces)
+	t.Pieces, t.Size = pieces, int64(numel*es)
 }

@@ -1,11 +1,17 @@
 package verify
 
 import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 const dcpFixtures = "../testdata/dcp"
@@ -60,5 +66,74 @@ func TestValidateDCP(t *testing.T) {
 	}
 	if IsDCPDir(filepath.Join(dcpFixtures, "gen.py")) || IsDCPDir(dcpFixtures) {
 		t.Error("a file, or a folder without .metadata, is a DCP directory")
+	}
+}
+
+// dcpExpected writes testdata/dcp/expected.json (the sharded step's
+// tensors as torch held them) as one safetensors file.
+func dcpExpected(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dcpFixtures, "expected.json"))
+	must(t, err)
+	var exp map[string]struct {
+		DType string   `json:"dtype"`
+		Shape []uint64 `json:"shape"`
+		Hex   string   `json:"hex"`
+	}
+	must(t, json.Unmarshal(b, &exp))
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	f, err := os.Create(path)
+	must(t, err)
+	defer f.Close()
+	w := safetensors.NewWriter(f)
+	for _, name := range slices.Sorted(maps.Keys(exp)) {
+		e := exp[name]
+		data, err := hex.DecodeString(e.Hex)
+		must(t, err)
+		d, _ := safetensors.ParseDType(e.DType)
+		must(t, w.Add(name, d, e.Shape, data))
+	}
+	must(t, w.Close())
+	return path
+}
+
+// TestDiffDCPChunks: a step saved by two ranks, its tensors in chunks
+// along dim 0, dim 1, a grid, a stack's middle dim, and as transposed
+// views, compares value by value with the tensors torch held; the same
+// step whose metadata exchanged two chunks' items (a tile of a grid, a
+// row shard) is caught, tensor by tensor.
+func TestDiffDCPChunks(t *testing.T) {
+	pub := openCheckpoint(t, dcpExpected(t))
+	for _, tc := range []struct {
+		step       string
+		mismatched []string
+	}{
+		{"sharded", nil},
+		{"swapped", []string{"model.grid", "model.rows"}},
+	} {
+		step, fs, err := ValidateDCP(filepath.Join(dcpFixtures, tc.step))
+		must(t, err)
+		if len(fs) > 0 {
+			t.Errorf("%s: %v", tc.step, notable(fs))
+		}
+		exp, closeStep, err := DCPCheckpoint(step)
+		must(t, err)
+		defer closeStep()
+		d, err := Diff(context.Background(), pub, exp, DiffOptions{WeightsOnly: true})
+		must(t, err)
+		rep, err := d.CompareValues(context.Background(), ValueOptions{})
+		must(t, err)
+		var got []string
+		for _, f := range append(d.Findings, rep.Findings...) {
+			if f.Code == CodeValueMismatch || f.Code == CodeReinitialized {
+				got = append(got, f.Key)
+			} else if f.Severity != Info && f.Code != CodeWeightsOnlyExport {
+				t.Errorf("%s: %s %s %s", tc.step, f.Code, f.Key, f.Message)
+			}
+		}
+		slices.Sort(got)
+		if rep.Compared != 7 || !slices.Equal(got, tc.mismatched) {
+			t.Errorf("%s: %d compared, mismatched %v; want 7, %v", tc.step, rep.Compared, got, tc.mismatched)
+		}
 	}
 }

@@ -12,9 +12,10 @@ import (
 
 // DCPCheckpoint opens a validated DCP step's model tensors as a
 // checkpoint, for Diff: one shard per item file, read from the step's
-// directory (a config.json beside .metadata is not read). Tensors saved in
-// one chunk are read by value; those in several are compared by name,
-// shape and dtype (dcp_chunked). close releases the item files.
+// directory (a config.json beside .metadata is not read). A tensor's
+// values are read from its chunks, assembled as pieces of the item files
+// (torchsave.DCPModelFiles); one whose chunks cannot be is compared by
+// name, shape and dtype (dcp_chunked). close releases the item files.
 func DCPCheckpoint(step *DCPStep) (c *checkpoint.Checkpoint, close func(), err error) {
 	items := &dcpItems{dir: step.Dir, open: map[string]*os.File{}}
 	c = &checkpoint.Checkpoint{Path: step.Dir, Source: checkpoint.Dir(step.Dir)}

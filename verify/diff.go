@@ -86,6 +86,11 @@ type Source struct {
 	// Encoding is a GGUF tensor's GGML block type, 0 for a plain one (see
 	// ggufBlockRows).
 	Encoding tensorfile.Encoding
+	// Pieces hold a torch tensor that is no single range (a strided view,
+	// a DCP tensor in chunks; see torchLayout), whose DataOffsets are then
+	// [0, its size); Transposed says its range holds its transpose.
+	Pieces     []piece
+	Transposed bool
 }
 
 // A Comparison is both sides of a diff as read, with what the diff found.
@@ -373,6 +378,7 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 		}
 	}
 	out := make([]Source, 0, n)
+	var named map[string]*checkpoint.Shard // for torchLayout
 	for _, s := range c.Shards {
 		if s.File == nil {
 			continue
@@ -380,6 +386,7 @@ func sources(c *checkpoint.Checkpoint) ([]Source, int) {
 		first := len(out)
 		for i, t := range headerTensors(s) {
 			out = append(out, Source{Tensor: t, Shard: s, Err: tensorError(s, i)})
+			torchLayout(&out[len(out)-1], c, i, &named)
 		}
 		ggufBlockRows(s, out[first:])
 	}

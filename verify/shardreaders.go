@@ -22,25 +22,35 @@ func (rs *shardReaders) segments(t adapter.Tensor, sources []Source) []values.Se
 	if rs.ids == nil {
 		rs.ids = map[*checkpoint.Shard]int{}
 	}
-	segs := make([]values.Segment, len(t.Segments))
-	for i, seg := range t.Segments {
+	segs := make([]values.Segment, 0, len(t.Segments))
+	for _, seg := range t.Segments {
 		src := sources[seg.Source]
-		id, ok := rs.ids[src.Shard]
-		if !ok {
-			id = len(rs.readers)
-			rs.ids[src.Shard] = id
-			if h := src.Shard.Safetensors(); h != nil {
-				rs.readers = append(rs.readers, h.DataSection())
-			} else {
-				rs.readers = append(rs.readers, src.Shard.Data) // other formats: absolute offsets
-			}
+		if src.Pieces != nil {
+			segs = pieceSegments(segs, src.Pieces, seg.Offset, seg.Length, rs.id)
+			continue
 		}
-		segs[i] = values.Segment{File: id, Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length}
+		segs = append(segs, values.Segment{File: rs.id(src.Shard), Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length})
 	}
 	return segs
 }
 
+// id numbers a shard's reader, adding it when first met.
+func (rs *shardReaders) id(s *checkpoint.Shard) int {
+	id, ok := rs.ids[s]
+	if !ok {
+		id = len(rs.readers)
+		rs.ids[s] = id
+		if h := s.Safetensors(); h != nil {
+			rs.readers = append(rs.readers, h.DataSection())
+		} else {
+			rs.readers = append(rs.readers, s.Data) // other formats: absolute offsets
+		}
+	}
+	return id
+}
+
 // operand gives the value engine a plain operand.
 func (rs *shardReaders) operand(o *operand) values.Operand {
-	return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: rs.segments(o.t, o.src), Transposed: o.t.Transposed}
+	transposed, _ := storedTransposedAs(o.t, o.src) // unreadable says when not ok
+	return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: rs.segments(o.t, o.src), Transposed: transposed}
 }

@@ -100,7 +100,8 @@ func TestValidateTorch(t *testing.T) {
 		{"legacy.bin", nil},
 		{"sharded", nil},
 		{"sharded/pytorch_model.bin.index.json", nil},
-		{"views.pt", []string{"warning torch_noncontiguous expanded", "warning torch_noncontiguous transposed"}},
+		{"views.pt", nil},
+		{"strided.pt", nil},
 	}
 	for _, tt := range tests {
 		fs, err := Validate(context.Background(), openCheckpoint(t, filepath.Join(torchFixtures, tt.path)))
@@ -160,6 +161,8 @@ func TestDiffTorchAgainstSafetensors(t *testing.T) {
 		{"dtypes.bin", []string{"dtypes.bin"}},
 		{"tied.bin", []string{"tied.bin"}},
 		{"legacy.bin", []string{"legacy.bin"}},
+		{"views.pt", []string{"views.pt"}},     // a transpose, an expand
+		{"strided.pt", []string{"strided.pt"}}, // column slices, permutes, batched transposes
 		{"sharded", []string{"sharded/pytorch_model-00001-of-00002.bin", "sharded/pytorch_model-00002-of-00002.bin"}},
 	}
 	for _, tt := range tests {
@@ -187,17 +190,44 @@ func TestDiffTorchAgainstSafetensors(t *testing.T) {
 	}
 }
 
-// TestDiffTorchViews: views that are no single range are compared by name,
-// shape and dtype; their values are not read, and the others' are.
+// TestDiffTorchViews: a view is read through its pieces or as a
+// transpose, element by element as torch reads it: reading the stored
+// range in order instead is caught.
 func TestDiffTorchViews(t *testing.T) {
-	rep, fs := compareValues(t, filepath.Join(torchFixtures, "views.pt"), exportTorch(t, []string{"views.pt"}, nil), DiffOptions{WeightsOnly: true}, ValueOptions{})
-	if rep.Compared != 1 || rep.Mismatched != 0 {
-		t.Errorf("%d compared, %d mismatched; want plain compared and matching", rep.Compared, rep.Mismatched)
+	pub := filepath.Join(torchFixtures, "strided.pt")
+	rep, fs := compareValues(t, pub, exportTorch(t, []string{"strided.pt"}, nil), DiffOptions{WeightsOnly: true}, ValueOptions{})
+	if rep.Compared != 6 || rep.Mismatched != 0 || len(notable(fs)) > 0 {
+		t.Errorf("%d compared, %d mismatched, %v; want 6 compared and matching", rep.Compared, rep.Mismatched, notable(fs))
 	}
-	for _, f := range fs {
-		if f.Severity == Error {
-			t.Errorf("error finding %s %s: %s", f.Code, f.Key, f.Message)
+	// The export holds each view's storage range as it lies in the file:
+	// what a reader that ignored the strides would compare.
+	f, err := torchsave.Open(pub)
+	must(t, err)
+	defer f.Close()
+	raw, err := os.ReadFile(pub)
+	must(t, err)
+	stored := map[string][]byte{}
+	for _, tt := range f.Tensors {
+		off := tt.Offset
+		if tt.Pieces != nil {
+			off = int64(tt.Pieces[0].Offset)
 		}
+		stored[tt.Name] = raw[off : off+int64(tt.Size)]
+	}
+	_, fs = compareValues(t, pub, exportTorch(t, []string{"strided.pt"}, func(name string, b []byte) {
+		if name != "expanded_rows" { // its first row is the storage
+			copy(b, stored[name])
+		}
+	}), DiffOptions{WeightsOnly: true}, ValueOptions{})
+	var got []string
+	for _, f := range fs {
+		if f.Code == CodeValueMismatch {
+			got = append(got, f.Key)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"batch_transposed", "columns", "permuted", "transposed_row", "transposed_slice"}; !slices.Equal(got, want) {
+		t.Errorf("mismatches %v, want %v", got, want)
 	}
 }
 

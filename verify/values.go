@@ -172,6 +172,9 @@ func (o *operand) unreadable() string {
 			return fmt.Sprintf("%s in %s cannot be read (%v); its values are not read", src.Tensor.Name, src.Shard.Path, src.Err)
 		}
 	}
+	if _, ok := storedTransposedAs(o.t, o.src); !ok {
+		return fmt.Sprintf("%s is stored transposed and mapped in part; its values are not read", o.t.Source)
+	}
 	return ""
 }
 

@@ -65,7 +65,7 @@ func dcpExport(t *testing.T, off bool) string {
 func TestDCPDiff(t *testing.T) {
 	step := "../../testdata/dcp/good"
 	code, out, stderr := ckptcheck(t, "diff", "--values", dcpExport(t, false), step)
-	if code != 0 || !strings.Contains(out, "dcp_chunked") || strings.Contains(out, "exp_avg") {
+	if code != 0 || strings.Contains(out, "dcp_chunked") || !strings.Contains(out, "2 compared") || strings.Contains(out, "exp_avg") {
 		t.Errorf("diff: exit %d\n%s%s", code, out, stderr)
 	}
 	if code, out, stderr := ckptcheck(t, "diff", "--values", dcpExport(t, true), step); code != 1 || !strings.Contains(out, "model.b") {

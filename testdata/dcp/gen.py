@@ -13,6 +13,7 @@ folder.
 import dataclasses
 import enum
 import io
+import json
 import os
 import pickle
 import sys
@@ -114,37 +115,57 @@ for c in (ChunkStorageMetadata, _MEM_FORMAT_ENCODING, TensorProperties,
 put(fs, _StorageInfo)
 
 
-def write(folder, tensors, extra=None, relpath="__0_0.distcp"):
-    """tensors: fqn -> (full tensor, [(offsets, sizes)]): each chunk is
-    torch.save'd narrowed from the full tensor."""
+def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transposed=()):
+    """tensors: fqn -> (full tensor, [(offsets, sizes[, rank])]): each chunk
+    is torch.save'd narrowed from the full tensor into rank's file
+    __<rank>_0.distcp (relpath for rank 0), after the items before it, as
+    FileSystemWriter packs a rank's items. The fqns in swap have their first
+    two chunks' storage items exchanged (a corrupted metadata whose tiling
+    is still exact); those in transposed are saved as transposed views."""
     os.makedirs(folder, exist_ok=True)
     sdm, storage, planner = {}, {}, {}
-    blob = io.BytesIO()
+    blobs = {}
+
+    def blob(rank):
+        name = relpath if rank == 0 else "__%d_0.distcp" % rank
+        return name, blobs.setdefault(name, io.BytesIO())
+
     for fqn, (full, chunks) in tensors.items():
-        cms = []
-        for i, (off, size) in enumerate(chunks):
+        cms, infos = [], []
+        for i, chunk in enumerate(chunks):
+            off, size = chunk[0], chunk[1]
+            name, out = blob(chunk[2] if len(chunk) > 2 else 0)
             part = full
             for d, (o, s) in enumerate(zip(off, size)):
                 part = part.narrow(d, o, s)
+            part = part.clone()
+            if fqn in transposed:
+                part = part.t().contiguous().t()  # strides (1, rows): storage size == numel, saved as is
             buf = io.BytesIO()
-            torch.save(part.clone(), buf)
-            start = blob.tell()
-            blob.write(buf.getvalue())
+            torch.save(part, buf)
+            start = out.tell()
+            out.write(buf.getvalue())
             cms.append(ChunkStorageMetadata(torch.Size(off), torch.Size(size)))
-            storage[MetadataIndex(fqn, torch.Size(off), i)] = _StorageInfo(relpath, start, blob.tell() - start)
+            infos.append(_StorageInfo(name, start, out.tell() - start))
+        if fqn in swap:
+            infos[0], infos[1] = infos[1], infos[0]
+        for i, cm in enumerate(cms):
+            storage[MetadataIndex(fqn, cm.offsets, i)] = infos[i]
         sdm[fqn] = TensorStorageMetadata(TensorProperties(full.dtype), full.size(), cms)
         planner[fqn] = tuple(fqn.split("."))
     for fqn, data in (extra or {}).items():
         sdm[fqn] = BytesStorageMetadata()
-        start = blob.tell()
-        blob.write(data)
-        storage[MetadataIndex(fqn)] = _StorageInfo(relpath, start, len(data))
+        name, out = blob(0)
+        start = out.tell()
+        out.write(data)
+        storage[MetadataIndex(fqn)] = _StorageInfo(name, start, len(data))
         planner[fqn] = tuple(fqn.split("."))
     md = Metadata(sdm, planner, storage, StorageMeta(checkpoint_id=__import__("pathlib").PosixPath(folder), save_id="s"), "1.0.0")
     with open(os.path.join(folder, ".metadata"), "wb") as f:
         pickle.dump(md, f, protocol=5)
-    with open(os.path.join(folder, relpath), "wb") as f:
-        f.write(blob.getvalue())
+    for name, out in blobs.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(out.getvalue())
 
 
 w = torch.arange(24, dtype=torch.float32).reshape(4, 6)
@@ -162,3 +183,35 @@ write("good", {
 write("gap", {"model.w": (w, [((0, 0), (2, 6)), ((2, 0), (1, 6))])})
 # Row 1 is in both chunks.
 write("overlap", {"model.w": (w, [((0, 0), (2, 6)), ((1, 0), (3, 6))])})
+
+# A step saved by two ranks: tensors sharded along dim 0 (FSDP, unevenly),
+# dim 1 (row-parallel), a 2x2 grid, the middle dim of a stack, chunks
+# whose items are transposed views, and one unsharded tensor.
+# expected.json has each tensor's dtype, shape and row-major bytes.
+g = torch.Generator().manual_seed(0)
+sharded = {
+    "model.rows": (torch.randn(4, 6, generator=g), [((0, 0), (2, 6), 0), ((2, 0), (2, 6), 1)]),
+    "model.cols": (torch.randn(4, 6, generator=g).bfloat16(), [((0, 0), (4, 2), 0), ((0, 2), (4, 4), 1)]),
+    "model.grid": (torch.randn(4, 6, generator=g), [((0, 0), (2, 3), 0), ((0, 3), (2, 3), 1), ((2, 0), (2, 3), 1), ((2, 3), (2, 3), 0)]),
+    "model.stack": (torch.randn(2, 3, 4, generator=g).half(), [((0, 0, 0), (2, 1, 4), 1), ((0, 1, 0), (2, 2, 4), 0)]),
+    "model.uneven": (torch.randn(5, 3, generator=g), [((0, 0), (3, 3), 0), ((3, 0), (2, 3), 1)]),
+    "model.tview": (torch.randn(4, 6, generator=g), [((0, 0), (4, 3), 0), ((0, 3), (4, 3), 1)]),
+    "model.one": (torch.randn(3, generator=g), [((0,), (3,), 1)]),
+}
+write("sharded", sharded, transposed=("model.tview",))
+# The same step with the items of model.rows' and model.grid's first chunks
+# exchanged in the metadata: shapes and tiling as before, values not.
+write("swapped", sharded, transposed=("model.tview",), swap=("model.grid", "model.rows"))
+
+
+def hexbytes(t):
+    t = t.contiguous()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.view(torch.int16)
+    return t.numpy().tobytes().hex()
+
+
+names = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
+with open("expected.json", "w") as f:
+    json.dump({k: {"dtype": names[t.dtype], "shape": list(t.shape), "hex": hexbytes(t)} for k, (t, _) in sharded.items()}, f, indent=1, sort_keys=True)
+    f.write("\n")

@@ -85,6 +85,19 @@ save("views.pt", {
     "plain": x,
 })
 
+# Strided views torch.save keeps as views of their storage: a column
+# slice, a batch of transposes, a slice of a transpose, a row of a
+# transpose, an expand along the rows.
+y = torch.arange(24, dtype=torch.bfloat16).reshape(2, 3, 4)
+save("strided.pt", {
+    "columns": x[:, 1:3],                                  # strides (3, 1) at 1
+    "batch_transposed": y.transpose(1, 2),                 # strides (12, 1, 4)
+    "transposed_slice": y[1].t()[1:3],                     # strides (1, 4) at 13
+    "transposed_row": y[0].t()[2],                         # strides (4,) at 2
+    "expanded_rows": torch.arange(4, dtype=torch.float16).expand(5, 4),
+    "permuted": y.permute(2, 0, 1),                        # strides (1, 12, 4)
+})
+
 shards = [
     {"model.embed.weight": torch.randn(3, 2), "model.norm.weight": torch.ones(2)},
     {"lm_head.weight": torch.randn(2, 2, dtype=torch.float16)},
