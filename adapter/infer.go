@@ -57,6 +57,7 @@ type Inference struct {
 	chosen           []int         // per exported template: the candidate taken, or -1
 	why              []string      // per exported template left unmapped: why
 	samples          []Sample
+	conflicts        []InferConflict
 	settled          bool
 	sampleBytes      int64
 }
@@ -129,6 +130,8 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		total = 0
 	}
 	inf.resolveByHeaders()
+	inf.checkAgreement(inf.decided(nil))
+	inf.dropConflicts()
 	inf.makeSamples()
 	return inf, nil
 }
@@ -272,6 +275,7 @@ func (inf *Inference) Settle(samples []Sample) {
 			dist[key] = d
 		}
 	}
+	before := slices.Clone(inf.chosen)
 	for x, cs := range inf.cands {
 		if inf.chosen[x] >= 0 || len(cs) < 2 {
 			continue
@@ -299,7 +303,20 @@ func (inf *Inference) Settle(samples []Sample) {
 			inf.chosen[x] = best
 		}
 	}
+	inf.checkAgreement(inf.decided(before))
 	inf.dropConflicts()
+}
+
+// decided lists the templates mapped now that were not in before (nil:
+// none were).
+func (inf *Inference) decided(before []int) []int {
+	var out []int
+	for x, k := range inf.chosen {
+		if k >= 0 && (before == nil || before[x] < 0) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 const whySeveral = "the sampled values fit several candidates as well (equal or constant tensors): values cannot settle it"
@@ -422,6 +439,12 @@ func (inf *Inference) Text() string {
 	if len(permutes) > 0 {
 		b.WriteString("\nthen\n" + strings.Join(permutes, "\n") + "\n")
 	}
+	if len(inf.conflicts) > 0 {
+		b.WriteString("\n# Contradicted by names or layout (see the report's inference_conflict):\n")
+		for _, c := range inf.conflicts {
+			b.WriteString("#   " + sanitizeText(c.Summary()) + "\n")
+		}
+	}
 	if rep := inf.Report(); len(rep.Ambiguities)+len(rep.Unmapped) > 0 {
 		b.WriteString("\n# Not mapped (see the report):\n")
 		for _, a := range rep.Ambiguities {
@@ -461,6 +484,9 @@ type InferReport struct {
 	// would settle them.
 	Ambiguities []InferAmbiguity
 	Unmapped    []InferUnmapped
+	// Conflicts are templates whose best fit their names or siblings
+	// contradict.
+	Conflicts   []InferConflict
 	SampleBytes int64
 	// Settled says whether samples were handed in (Settle).
 	Settled bool
@@ -505,7 +531,7 @@ type InferUnmapped struct {
 
 // Report says what was mapped and what was not.
 func (inf *Inference) Report() InferReport {
-	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled}
+	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled, Conflicts: inf.conflicts}
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++

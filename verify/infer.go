@@ -201,8 +201,13 @@ func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
 			f.Message += " (adapter inferred)"
 		}
 	}
-	if f, ok := ambiguityFinding(d.Inference.Report()); ok {
+	rep := d.Inference.Report()
+	if f, ok := ambiguityFinding(rep); ok {
 		fs = append(fs, f)
+	}
+	for _, c := range rep.Conflicts {
+		fs = append(fs, Finding{Code: CodeInferConflict, Severity: Error, Side: Exported,
+			Message: "inference: " + c.Summary()})
 	}
 	return fs
 }
