@@ -367,25 +367,34 @@ func destOf(t *nameTemplate, c *candidate) string {
 	return strings.Join(segs, ".")
 }
 
-// ruleText writes candidate c as rule lines: its mapping, and, after a
-// "then", the permutations of its targets.
+// ruleText writes candidate c as rule lines: its mapping, and, each after a
+// "then", the transposes and the permutations of its targets.
 func (inf *Inference) ruleText(c *candidate) string {
-	stage1, stage2 := inf.ruleLines(c)
-	s := strings.Join(stage1, "\n") + "\n"
-	if len(stage2) > 0 {
-		s += "then\n" + strings.Join(stage2, "\n") + "\n"
+	stages := inf.ruleLines(c)
+	s := strings.Join(stages[0], "\n") + "\n"
+	for _, st := range stages[1:] {
+		if len(st) > 0 {
+			s += "then\n" + strings.Join(st, "\n") + "\n"
+		}
 	}
 	return s
 }
 
-func (inf *Inference) ruleLines(c *candidate) (mapping, permutes []string) {
+// ruleLines writes candidate c's rules by stage: its mapping, the
+// transposes of a transposed split's parts, the permutations of its
+// targets.
+func (inf *Inference) ruleLines(c *candidate) (stages [3][]string) {
 	src := patternOf(inf.exp[c.exp])
 	var dsts, sizes []string
 	for _, t := range c.targets {
 		dsts = append(dsts, destOf(inf.pub[t.pub], c))
 		sizes = append(sizes, strconv.FormatUint(t.rows, 10))
+		pat := patternOf(inf.pub[t.pub])
+		if c.transposed {
+			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
+		}
 		if t.heads > 0 {
-			permutes = append(permutes, fmt.Sprintf("permute %s %s heads=%d", patternOf(inf.pub[t.pub]), patternOf(inf.pub[t.pub]), t.heads))
+			stages[2] = append(stages[2], fmt.Sprintf("permute %s %s heads=%d", pat, pat, t.heads))
 		}
 	}
 	var line string
@@ -396,13 +405,17 @@ func (inf *Inference) ruleLines(c *candidate) (mapping, permutes []string) {
 		line = "transpose " + src + " " + dsts[0]
 	case opSplit:
 		line = fmt.Sprintf("split %s %s groups=%d sizes=%s", src, strings.Join(dsts, " "), c.groups, strings.Join(sizes, ","))
+		if c.transposed {
+			line += " dim=1"
+		}
 	case opUnstack:
 		line = "unstack " + src + " " + strings.Join(dsts, " ")
 		if len(dsts) > 1 {
 			line += " sizes=" + strings.Join(sizes, ",")
 		}
 	}
-	return []string{line}, permutes
+	stages[0] = []string{line}
+	return stages
 }
 
 // Text writes the inferred mapping as an adapter file that --adapter-file
@@ -426,18 +439,21 @@ func (inf *Inference) Text() string {
 		b.WriteString("covers inferred from " + from + "\n")
 	}
 	b.WriteString("auto   never\n\n")
-	var permutes []string
+	var later [2][]string // the transposes, then the permutations
 	for x := range inf.exp {
 		k := inf.chosen[x]
 		if k < 0 {
 			continue
 		}
-		m, p := inf.ruleLines(&inf.cands[x][k])
-		b.WriteString(strings.Join(m, "\n") + "\n")
-		permutes = append(permutes, p...)
+		st := inf.ruleLines(&inf.cands[x][k])
+		b.WriteString(strings.Join(st[0], "\n") + "\n")
+		later[0] = append(later[0], st[1]...)
+		later[1] = append(later[1], st[2]...)
 	}
-	if len(permutes) > 0 {
-		b.WriteString("\nthen\n" + strings.Join(permutes, "\n") + "\n")
+	for _, st := range later {
+		if len(st) > 0 {
+			b.WriteString("\nthen\n" + strings.Join(st, "\n") + "\n")
+		}
 	}
 	if len(inf.conflicts) > 0 {
 		b.WriteString("\n# Contradicted by names or layout (see the report's inference_conflict):\n")
@@ -535,8 +551,8 @@ func (inf *Inference) Report() InferReport {
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
-			m, p := inf.ruleLines(&inf.cands[x][k])
-			r.Rules += len(m) + len(p)
+			st := inf.ruleLines(&inf.cands[x][k])
+			r.Rules += len(st[0]) + len(st[1]) + len(st[2])
 			continue
 		}
 		cs := inf.cands[x]

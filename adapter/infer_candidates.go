@@ -28,6 +28,10 @@ type candidate struct {
 	// slice number fills.
 	expertDim int
 	named     bool // the names agree too (see sameName)
+	// transposed, for a split, says the exported tensor is the transpose
+	// of the parts' concatenation (GPT-2's Conv1D c_attn [D, 3D], a JAX
+	// kernel [in, out]): cut along dim 1, each part transposed.
+	transposed bool
 	score     float64
 	scored    bool
 }
@@ -53,6 +57,9 @@ func (c *candidate) describe(pub []*nameTemplate) string {
 		g := ""
 		if c.groups > 1 {
 			g = fmt.Sprintf(" in %d groups", c.groups)
+		}
+		if c.transposed {
+			return "split along dim 1" + g + " and transposed into " + strings.Join(parts, " + ")
 		}
 		return "split" + g + " into " + strings.Join(parts, " + ")
 	case opUnstack:
@@ -138,7 +145,7 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 		out = append(out, inf.env.withPermutes(c, inf.pub)...)
 	}
 	// Templates that run over the same indices, by shape after dim 0.
-	var split []int
+	var split, tsplit []int
 	for p, pt := range inf.pub {
 		if !pt.safe {
 			continue
@@ -155,11 +162,22 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 			case len(pt.shape) == len(xt.shape) && len(xt.shape) >= 1 && pt.shape[0] < xt.shape[0] && slices.Equal(pt.shape[1:], xt.shape[1:]):
 				split = append(split, p)
 			}
+			if len(xt.shape) == 2 && len(pt.shape) == 2 && pt.shape[1] == xt.shape[0] && pt.shape[0] < xt.shape[1] {
+				tsplit = append(tsplit, p)
+			}
 		}
 	}
 	for _, c := range inf.splits(xt.shape[0], split) {
 		c.kind = opSplit
 		add(c)
+	}
+	// The transpose of a concatenation: no rotary permutation on top (a
+	// permutation cuts the rows a transpose swaps).
+	if len(tsplit) > 0 {
+		for _, c := range inf.splits(xt.shape[1], tsplit) {
+			c.kind, c.transposed, c.exp = opSplit, true, x
+			out = append(out, c)
+		}
 	}
 	// An expert stack: one more index on the published side, running over
 	// dim 0.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -147,4 +148,79 @@ func missingFrom(want, got []string) []string {
 		}
 	}
 	return out
+}
+
+// jaxStyle is a llama exported the way a JAX/Flax trainer stores it (no
+// preset knows it): every kernel [in, out], the transpose of torch's
+// Linear; q, k and v fused into one kernel, GPT-2's c_attn way
+// (cat([q, k, v]).T, with GQA sizes); Flax's names (params, kernel, scale,
+// embedding). swapQK is the broken control: k's rows before q's.
+func jaxStyle(m *hfModel, swapQK bool) []fixture.Tensor {
+	var out []fixture.Tensor
+	kernel := func(hf, name string) {
+		out = append(out, m.take(hf).transpose(0, 1).tensor(name))
+	}
+	for i := range cvLayers {
+		hf, jx := fmt.Sprintf("model.layers.%d.", i), fmt.Sprintf("params.blocks.%d.", i)
+		q, k, v := m.take(hf+"self_attn.q_proj.weight"), m.take(hf+"self_attn.k_proj.weight"), m.take(hf+"self_attn.v_proj.weight")
+		if swapQK {
+			q, k = k, q
+		}
+		out = append(out, cat(0, q, k, v).transpose(0, 1).tensor(jx+"attn.qkv.kernel"))
+		kernel(hf+"self_attn.o_proj.weight", jx+"attn.out.kernel")
+		kernel(hf+"mlp.gate_proj.weight", jx+"mlp.wi_0.kernel")
+		kernel(hf+"mlp.up_proj.weight", jx+"mlp.wi_1.kernel")
+		kernel(hf+"mlp.down_proj.weight", jx+"mlp.wo.kernel")
+		out = append(out, m.take(hf+"input_layernorm.weight").tensor(jx+"pre_attention_norm.scale"),
+			m.take(hf+"post_attention_layernorm.weight").tensor(jx+"pre_ffw_norm.scale"))
+	}
+	out = append(out, m.take("model.embed_tokens.weight").tensor("params.embedder.embedding"),
+		m.take("model.norm.weight").tensor("params.final_norm.scale"))
+	kernel("lm_head.weight", "params.lm_head.kernel")
+	return m.done(out)
+}
+
+// TestInferNoPreset: layouts no preset covers map through inference, every
+// published key with values passing, and the written adapter loads back;
+// their negative controls fail.
+func TestInferNoPreset(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		export, broken func(m *hfModel) []fixture.Tensor
+	}{
+		{"jax-style kernels, fused transposed qkv with GQA sizes",
+			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, false) },
+			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, true) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := hfLlama("llama", 0)
+			pub := writeHFModel(t, m)
+			exp := export(t, c.export(m.clone()), nil)
+			d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Infer: true}})
+			text := d.Inference.Text()
+			if got := len(matchedKeys(d)); got != len(d.Published.View.Tensors) {
+				t.Fatalf("%d of %d keys mapped\n%s\n%+v", got, len(d.Published.View.Tensors), text, d.Inference.Report())
+			}
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := func(fs []Finding) bool { return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error }) }
+			if len(rep.Findings) != 0 || errs(d.Findings) || rep.BitIdentical != rep.Compared {
+				t.Errorf("findings %v, values %v (%d of %d identical)\n%s", codesOf(d.Findings), rep.Findings, rep.BitIdentical, rep.Compared, text)
+			}
+			a, err := adapter.Parse("written.adapter", text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Chain: adapter.Chain{a}, Fixed: true}})
+			if !slices.Equal(matchedKeys(back), matchedKeys(d)) || len(back.Findings) != len(d.Findings) {
+				t.Errorf("written adapter: %d keys, findings %v", len(matchedKeys(back)), codesOf(back.Findings))
+			}
+			bd := diffPaths(t, pub, export(t, c.broken(m.clone()), nil), DiffOptions{WeightsOnly: true, Exported: SideOptions{Infer: true}})
+			if !slices.ContainsFunc(bd.Findings, func(f Finding) bool { return f.Code == CodeInferConflict }) {
+				t.Errorf("negative control: no inference_conflict: %v\n%s", codesOf(bd.Findings), bd.Inference.Text())
+			}
+		})
+	}
 }
