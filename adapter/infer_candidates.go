@@ -32,8 +32,8 @@ type candidate struct {
 	// of the parts' concatenation (GPT-2's Conv1D c_attn [D, 3D], a JAX
 	// kernel [in, out]): cut along dim 1, each part transposed.
 	transposed bool
-	score     float64
-	scored    bool
+	score      float64
+	scored     bool
 }
 
 func (c *candidate) covers(pub int) bool {

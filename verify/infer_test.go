@@ -205,7 +205,9 @@ func TestInferNoPreset(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			errs := func(fs []Finding) bool { return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error }) }
+			errs := func(fs []Finding) bool {
+				return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error })
+			}
 			if len(rep.Findings) != 0 || errs(d.Findings) || rep.BitIdentical != rep.Compared {
 				t.Errorf("findings %v, values %v (%d of %d identical)\n%s", codesOf(d.Findings), rep.Findings, rep.BitIdentical, rep.Compared, text)
 			}
