@@ -100,6 +100,18 @@ func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, e
 		return decodeAll(out, b, t.DType), nil
 	}
 	r, c := t.Shape[n-2], t.Shape[n-1]
+	if !t.Transposed && c <= 4*cols {
+		// Rows not much wider than the block: one read of them all, not
+		// one a row (a sample of a cold file is then one seek).
+		b, err := readLogical(t, srcs, 0, rows*c*es)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			out = decodeAll(out, b[i*c*es:(i*c+cols)*es], t.DType)
+		}
+		return out, nil
+	}
 	if !t.Transposed {
 		for i := range rows {
 			b, err := readLogical(t, srcs, i*c*es, cols*es)
