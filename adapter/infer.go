@@ -129,8 +129,13 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		}
 		total = 0
 	}
+	if total += inf.addConcats(); total > opt.MaxCandidates {
+		return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
+			opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
+	}
 	inf.resolveByHeaders()
 	inf.checkAgreement(inf.decided(nil))
+	inf.keepConcatsWhole()
 	inf.dropConflicts()
 	inf.makeSamples()
 	return inf, nil
@@ -142,7 +147,6 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 func (inf *Inference) resolveByHeaders() {
 	inf.chosen = make([]int, len(inf.exp))
 	inf.why = make([]string, len(inf.exp))
-	claimed := map[int]int{} // published template → exported
 	for x, cs := range inf.cands {
 		inf.chosen[x] = -1
 		if k := slices.IndexFunc(cs, func(c candidate) bool { return c.named }); k >= 0 {
@@ -157,27 +161,30 @@ func (inf *Inference) resolveByHeaders() {
 			}
 			inf.chosen[x] = 0
 			changed = true
-			for _, t := range cs[0].targets {
-				claimed[t.pub] = x
-			}
 			for y := range inf.cands {
 				if y != x && inf.chosen[y] < 0 {
 					inf.cands[y] = slices.DeleteFunc(inf.cands[y], func(c candidate) bool {
-						return c.covers(cs[0].targets[0].pub) || slices.ContainsFunc(cs[0].targets, func(t target) bool { return c.covers(t.pub) })
+						return !sameChoice(&c, &cs[0]) && slices.ContainsFunc(cs[0].targets, func(t target) bool { return c.covers(t.pub) })
 					})
 				}
 			}
 		}
 	}
+	inf.keepConcatsWhole()
 	inf.dropConflicts()
 }
 
-// dropConflicts unmaps templates that claim the same published template.
+// dropConflicts unmaps templates that claim the same published template
+// (the parts of one concat claim it once).
 func (inf *Inference) dropConflicts() {
 	by := map[int][]int{}
 	for x, k := range inf.chosen {
 		if k >= 0 {
-			for _, t := range inf.cands[x][k].targets {
+			c := &inf.cands[x][k]
+			for _, t := range c.targets {
+				if len(c.parts) > 0 && x != c.exp {
+					continue // claimed by its first part
+				}
 				by[t.pub] = append(by[t.pub], x)
 			}
 		}
@@ -187,8 +194,16 @@ func (inf *Inference) dropConflicts() {
 			continue
 		}
 		for _, x := range xs {
-			inf.chosen[x] = -1
-			inf.why[x] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+			var members []int
+			if c := &inf.cands[x][inf.chosen[x]]; len(c.parts) > 0 {
+				members = c.concatMembers()
+			} else {
+				members = []int{x}
+			}
+			for _, y := range members {
+				inf.chosen[y] = -1
+				inf.why[y] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+			}
 		}
 	}
 }
@@ -213,19 +228,34 @@ func (inf *Inference) makeSamples() {
 			ms = append(ms, xt.members[n-1])
 		}
 		for k := range cs {
-			for _, m := range ms {
-				a, err := Parse("inferred", "name c\n"+inf.ruleText(&cs[k]))
+			c := &cs[k]
+			if len(c.parts) > 0 && c.exp != x {
+				continue // sampled in its first part's list
+			}
+			for mi, m := range ms {
+				a, err := Parse("inferred", "name c\n"+inf.ruleText(c))
 				if err != nil {
 					continue
 				}
-				v := Chain{a}.Apply(inf.expInfo[m.tensor:m.tensor+1], inf.rawEnv)
+				// The instance's tensors: itself, and, for a concat, the
+				// same instance of each other part.
+				srcs := []int{m.tensor}
+				for _, y := range c.parts {
+					yms := inf.exp[y].members
+					srcs = append(srcs, yms[min(mi*(len(yms)-1), len(yms)-1)].tensor)
+				}
+				in := make([]safetensors.TensorInfo, len(srcs))
+				for i, src := range srcs {
+					in[i] = inf.expInfo[src]
+				}
+				v := Chain{a}.Apply(in, inf.rawEnv)
 				for _, t := range v.Tensors {
 					p, ok := pubByName[t.Name]
 					if !ok || !slices.Equal(inf.pubInfo[p].Shape, t.Shape) {
 						continue
 					}
 					for i := range t.Segments {
-						t.Segments[i].Source = m.tensor
+						t.Segments[i].Source = srcs[t.Segments[i].Source]
 					}
 					pt := inf.pubInfo[p]
 					pub := Tensor{Name: pt.Name, DType: pt.DType, Shape: pt.Shape, Source: pt.Name, Segments: []Segment{{Source: p, Length: pt.Size()}}}
@@ -284,6 +314,12 @@ func (inf *Inference) Settle(samples []Sample) {
 		bd := math.Inf(1)
 		for k := range cs {
 			d, ok := dist[[2]int{x, k}]
+			if c := &cs[k]; len(c.parts) > 0 && c.exp != x {
+				// A concat is sampled in its first part's list.
+				if j := slices.IndexFunc(inf.cands[c.exp], func(o candidate) bool { return sameChoice(&o, c) }); j >= 0 {
+					d, ok = dist[[2]int{c.exp, j}]
+				}
+			}
 			if !ok || math.IsNaN(d) {
 				d = math.Inf(1)
 			}
@@ -303,7 +339,9 @@ func (inf *Inference) Settle(samples []Sample) {
 			inf.chosen[x] = best
 		}
 	}
+	inf.keepConcatsWhole()
 	inf.checkAgreement(inf.decided(before))
+	inf.keepConcatsWhole()
 	inf.dropConflicts()
 }
 
@@ -390,7 +428,7 @@ func (inf *Inference) ruleLines(c *candidate) (stages [3][]string) {
 		dsts = append(dsts, destOf(inf.pub[t.pub], c))
 		sizes = append(sizes, strconv.FormatUint(t.rows, 10))
 		pat := patternOf(inf.pub[t.pub])
-		if c.transposed {
+		if c.transposed && c.kind == opSplit {
 			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
 		}
 		if t.heads > 0 {
@@ -407,6 +445,16 @@ func (inf *Inference) ruleLines(c *candidate) (stages [3][]string) {
 		line = fmt.Sprintf("split %s %s groups=%d sizes=%s", src, strings.Join(dsts, " "), c.groups, strings.Join(sizes, ","))
 		if c.transposed {
 			line += " dim=1"
+		}
+	case opConcat:
+		srcs := []string{src}
+		for _, y := range c.parts {
+			srcs = append(srcs, patternOf(inf.exp[y]))
+		}
+		line = "concat " + strings.Join(srcs, "+") + " " + dsts[0] + " dim=0"
+		if c.transposed {
+			pat := patternOf(inf.pub[c.targets[0].pub])
+			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
 		}
 	case opUnstack:
 		line = "unstack " + src + " " + strings.Join(dsts, " ")
@@ -442,8 +490,8 @@ func (inf *Inference) Text() string {
 	var later [2][]string // the transposes, then the permutations
 	for x := range inf.exp {
 		k := inf.chosen[x]
-		if k < 0 {
-			continue
+		if k < 0 || inf.cands[x][k].exp != x {
+			continue // unmapped, or written with its concat's first part
 		}
 		st := inf.ruleLines(&inf.cands[x][k])
 		b.WriteString(strings.Join(st[0], "\n") + "\n")
@@ -551,6 +599,9 @@ func (inf *Inference) Report() InferReport {
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
+			if inf.cands[x][k].exp != x {
+				continue // its concat's rules count once
+			}
 			st := inf.ruleLines(&inf.cands[x][k])
 			r.Rules += len(st[0]) + len(st[1]) + len(st[2])
 			continue

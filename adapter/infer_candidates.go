@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -32,8 +33,17 @@ type candidate struct {
 	// of the parts' concatenation (GPT-2's Conv1D c_attn [D, 3D], a JAX
 	// kernel [in, out]): cut along dim 1, each part transposed.
 	transposed bool
-	score      float64
-	scored     bool
+	// parts, for a concat, are the exported templates joined after exp,
+	// in order; the candidate stands in each part's list too (exp is the
+	// first part in all of them).
+	parts  []int
+	score  float64
+	scored bool
+}
+
+// sameChoice says a and b are one concat seen from two of its parts.
+func sameChoice(a, b *candidate) bool {
+	return len(a.parts) > 0 && a.exp == b.exp && slices.Equal(a.parts, b.parts) && a.targets[0].pub == b.targets[0].pub && a.transposed == b.transposed
 }
 
 func (c *candidate) covers(pub int) bool {
@@ -64,6 +74,12 @@ func (c *candidate) describe(pub []*nameTemplate) string {
 		return "split" + g + " into " + strings.Join(parts, " + ")
 	case opUnstack:
 		return "unstacked into " + strings.Join(parts, " + ")
+	case opConcat:
+		s := "joined with the next " + strconv.Itoa(len(c.parts)) + " into " + parts[0]
+		if c.transposed {
+			s += ", transposed"
+		}
+		return s
 	}
 	return "renamed to " + parts[0]
 }
@@ -289,6 +305,135 @@ func (c *candidate) kindWord() string {
 		return "split"
 	case opUnstack:
 		return "unstack"
+	case opConcat:
+		return "concat"
 	}
 	return "rename"
+}
+
+// maxConcatSiblings bounds the templates under one parent that a concat
+// may join: q, k and v are a few; a hostile header's thousands of
+// shape-alike siblings get no concat candidates (their cost would grow as
+// their cube).
+const maxConcatSiblings = 16
+
+// parentOf is a template's module path without its last two segments
+// ("layers.{}.attn" of "layers.{}.attn.wq.weight"), and the last one.
+func parentOf(t *nameTemplate) (string, string) {
+	n := len(t.segs)
+	if n < 3 {
+		return "", ""
+	}
+	return strings.Join(t.segs[:n-2], ".") + fmt.Sprint(t.at), t.segs[n-1]
+}
+
+// concats lists the ways exported templates under one parent, x first,
+// join along dim 0 into a published template of their instances and
+// indices: a published fused QKV or gate_up (Phi-3's qkv_proj) of an
+// export that keeps them apart, or, transposed, GPT-2's Conv1D c_attn
+// [D, 3D] of separate [D, D] Linears; vectors (their biases) too.
+func (inf *Inference) concats(x int, siblings []int) []candidate {
+	xt := inf.exp[x]
+	if len(xt.shape) > 2 || len(xt.shape) == 0 {
+		return nil
+	}
+	var out []candidate
+	for p, pt := range inf.pub {
+		if !pt.safe || pt.count() != xt.count() || !sameIndices(pt.dims, xt.dims) || len(pt.shape) != len(xt.shape) {
+			continue
+		}
+		for _, transposed := range []bool{false, true} {
+			if transposed && len(pt.shape) != 2 {
+				continue
+			}
+			rows, rest := pt.shape[0], pt.shape[1:]
+			if transposed {
+				rows, rest = pt.shape[1], pt.shape[:1]
+			}
+			fits := func(y int) bool {
+				yt := inf.exp[y]
+				return yt.safe && yt.count() == xt.count() && sameIndices(yt.dims, xt.dims) && len(yt.shape) == len(pt.shape) && slices.Equal(yt.shape[1:], rest) && yt.shape[0] < rows
+			}
+			if !fits(x) {
+				continue
+			}
+			try := func(parts []int) {
+				sum := xt.shape[0]
+				for _, y := range parts {
+					sum += inf.exp[y].shape[0]
+				}
+				if sum == rows {
+					out = append(out, candidate{exp: x, kind: opConcat, targets: []target{{pub: p}}, parts: slices.Clone(parts), transposed: transposed})
+				}
+			}
+			for _, y := range siblings {
+				if y == x || !fits(y) {
+					continue
+				}
+				try([]int{y})
+				for _, z := range siblings {
+					if z != x && z != y && fits(z) {
+						try([]int{y, z})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addConcats adds to each exported template the concats it leads and
+// those it is a part of; it returns how many it added.
+func (inf *Inference) addConcats() int {
+	siblings := map[[2]string][]int{}
+	for x, xt := range inf.exp {
+		if parent, last := parentOf(xt); parent != "" && xt.safe {
+			k := [2]string{parent, last}
+			siblings[k] = append(siblings[k], x)
+		}
+	}
+	added := 0
+	for x, xt := range inf.exp {
+		parent, last := parentOf(xt)
+		sib := siblings[[2]string{parent, last}]
+		if parent == "" || len(sib) < 2 || len(sib) > maxConcatSiblings {
+			continue
+		}
+		for _, c := range inf.concats(x, sib) {
+			inf.cands[x] = append(inf.cands[x], c)
+			for _, y := range c.parts {
+				inf.cands[y] = append(inf.cands[y], c)
+			}
+			added += 1 + len(c.parts)
+		}
+	}
+	return added
+}
+
+// concatMembers lists a concat's exported templates, in order.
+func (c *candidate) concatMembers() []int { return append([]int{c.exp}, c.parts...) }
+
+// keepConcatsWhole unmaps the parts of a concat that not every part
+// chose: a concat maps all its parts or none.
+func (inf *Inference) keepConcatsWhole() {
+	for x, k := range inf.chosen {
+		if k < 0 || len(inf.cands[x][k].parts) == 0 {
+			continue
+		}
+		c := &inf.cands[x][k]
+		whole := true
+		for _, y := range c.concatMembers() {
+			ky := inf.chosen[y]
+			whole = whole && ky >= 0 && sameChoice(&inf.cands[y][ky], c)
+		}
+		if whole {
+			continue
+		}
+		for _, y := range c.concatMembers() {
+			if ky := inf.chosen[y]; ky >= 0 && sameChoice(&inf.cands[y][ky], c) {
+				inf.chosen[y] = -1
+				inf.why[y] = "a concatenation not every part fits: " + c.describe(inf.pub)
+			}
+		}
+	}
 }

@@ -61,6 +61,19 @@ func rolesOf(t *nameTemplate) (single role, fused []role) {
 // name says: agree, agreeNo (k made v_proj; a wqkv split q, v, k), or
 // agreeUnknown when either side's names say nothing.
 func (inf *Inference) roleAgreement(c *candidate) (int, string) {
+	if c.kind == opConcat {
+		_, want := rolesOf(inf.pub[c.targets[0].pub])
+		var got []role
+		for _, y := range c.concatMembers() {
+			r, _ := rolesOf(inf.exp[y])
+			got = append(got, r)
+		}
+		if len(want) != len(got) || slices.Contains(got, roleNone) {
+			return agreeUnknown, ""
+		}
+		return agreeOf(slices.Equal(got, want)), fmt.Sprintf("its names say the parts are %s, and %s joins %s (reordered in the export?)",
+			rolesText(got), inf.pub[c.targets[0].pub].key, rolesText(want))
+	}
 	single, fused := rolesOf(inf.exp[c.exp])
 	var got []role
 	for _, t := range c.targets {

@@ -99,6 +99,17 @@ func TestInferHostileNames(t *testing.T) {
 	if _, err := Infer(many, many, nil, InferOptions{}); err == nil || !strings.Contains(err.Error(), "name templates") {
 		t.Errorf("no bound: %v", err)
 	}
+	// Siblings that could join into one published tensor in any order:
+	// their concats are not enumerated (their cube).
+	var siblings []safetensors.TensorInfo
+	for i := range 1500 {
+		siblings = append(siblings, safetensors.TensorInfo{Name: fmt.Sprintf("m.p%d.weight", i), DType: safetensors.F32, Shape: []uint64{4, 4}})
+	}
+	start := time.Now()
+	fused := []safetensors.TensorInfo{{Name: "m.fused.weight", DType: safetensors.F32, Shape: []uint64{12, 4}}}
+	if _, err := Infer(fused, siblings, nil, InferOptions{}); err != nil || time.Since(start) > 5*time.Second {
+		t.Errorf("shape-alike siblings: %v after %v", err, time.Since(start))
+	}
 }
 
 func FuzzInferNames(f *testing.F) {

@@ -180,20 +180,46 @@ func jaxStyle(m *hfModel, swapQK bool) []fixture.Tensor {
 	return m.done(out)
 }
 
+// unfusedGPT2 is GPT-2 exported by a trainer that keeps q, k and v apart
+// as torch Linears: c_attn [D, 3D] (Conv1D, the transpose) becomes
+// q_proj, k_proj, v_proj [D, D] = c_attn.T.chunk(3), its bias likewise;
+// the rest as transformers has it. swapKV is the control: k and v
+// written under each other's names.
+func unfusedGPT2(m *hfModel, swapKV bool) []fixture.Tensor {
+	var out []fixture.Tensor
+	names := []string{"q_proj", "k_proj", "v_proj"}
+	if swapKV {
+		names[1], names[2] = names[2], names[1]
+	}
+	for i := range cvLayers {
+		p := fmt.Sprintf("transformer.h.%d.attn.", i)
+		w := m.take(p+"c_attn.weight").transpose(0, 1).chunk(3, 0)
+		b := m.take(p+"c_attn.bias").chunk(3, 0)
+		for j, n := range names {
+			out = append(out, w[j].tensor(p+n+".weight"), b[j].tensor(p+n+".bias"))
+		}
+	}
+	return m.done(append(out, m.rest()...))
+}
+
 // TestInferNoPreset: layouts no preset covers map through inference, every
 // published key with values passing, and the written adapter loads back;
 // their negative controls fail.
 func TestInferNoPreset(t *testing.T) {
 	for _, c := range []struct {
 		name           string
+		model          func() *hfModel
 		export, broken func(m *hfModel) []fixture.Tensor
 	}{
-		{"jax-style kernels, fused transposed qkv with GQA sizes",
+		{"jax-style kernels, fused transposed qkv with GQA sizes", func() *hfModel { return hfLlama("llama", 0) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, false) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, true) }},
+		{"gpt-2 with c_attn unfused into q, k, v Linears", func() *hfModel { return gpt2Model("transformer.", false) },
+			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, false) },
+			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, true) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := hfLlama("llama", 0)
+			m := c.model()
 			pub := writeHFModel(t, m)
 			exp := export(t, c.export(m.clone()), nil)
 			d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true, Exported: SideOptions{Infer: true}})
