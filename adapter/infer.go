@@ -64,13 +64,16 @@ type Inference struct {
 
 // A Sample is one question values answer: a block of the published tensor
 // and the same block of the exported tensor as one candidate would make
-// it. The caller reads both (Rows x Cols at the start of each tensor's
+// it. The caller reads both (Rows x Cols at Row0, Col0 of each tensor's
 // first matrix; see Block) into Pub and Exp and calls Settle.
 type Sample struct {
 	// Published and Exported are logical tensors whose segments index the
 	// tensors given to Infer (published and exported respectively).
 	Published, Exported Tensor
 	Rows, Cols          uint64
+	// Row0 and Col0 are where the block starts in the first matrix: 0,
+	// but for a concat, whose later parts are sampled where they start.
+	Row0, Col0 uint64
 	Pub, Exp            []float64
 	cands               []int // exported template, candidate pairs, flattened
 }
@@ -261,6 +264,20 @@ func (inf *Inference) makeSamples() {
 					pub := Tensor{Name: pt.Name, DType: pt.DType, Shape: pt.Shape, Source: pt.Name, Segments: []Segment{{Source: p, Length: pt.Size()}}}
 					rows, cols := Block(t.Shape)
 					inf.samples = append(inf.samples, Sample{Published: pub, Exported: t, Rows: rows, Cols: cols, cands: []int{x, k}})
+					// A concat's later parts, where they start: the first
+					// rows (or columns) are the first part's only.
+					at := inf.exp[x].shape[0]
+					for _, y := range c.parts {
+						yt := inf.exp[y]
+						sm := Sample{Published: pub, Exported: t, Rows: min(yt.shape[0], sampleRows), Cols: cols, Row0: at, cands: []int{x, k}}
+						if len(yt.shape) == 1 {
+							sm.Rows, sm.Cols, sm.Row0, sm.Col0 = 1, min(yt.shape[0], sampleRows*sampleCols), 0, at
+						} else if c.transposed {
+							sm.Rows, sm.Cols, sm.Row0, sm.Col0 = rows, min(yt.shape[0], sampleCols), 0, at
+						}
+						inf.samples = append(inf.samples, sm)
+						at += yt.shape[0]
+					}
 				}
 			}
 		}

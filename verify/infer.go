@@ -30,8 +30,9 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 		// tensor always, the exported one for each rename): each block is
 		// read, and counted against the budget, once.
 		read := map[string][]float64{}
-		block := func(t adapter.Tensor, side int, srcs []Source, rows, cols uint64) ([]float64, error) {
-			key := fmt.Sprint(side, t.Segments, t.Shape, t.Transposed, rows, cols)
+		block := func(t adapter.Tensor, side int, srcs []Source, s *adapter.Sample) ([]float64, error) {
+			rows, cols := s.Rows, s.Cols
+			key := fmt.Sprint(side, t.Segments, t.Shape, t.Transposed, rows, cols, s.Row0, s.Col0)
 			if b, ok := read[key]; ok {
 				return b, nil
 			}
@@ -39,7 +40,7 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 			if cost > budget {
 				return nil, errSampleBudget
 			}
-			b, err := readBlock(t, srcs, rows, cols)
+			b, err := readBlock(t, srcs, s.Row0, s.Col0, rows, cols)
 			if err != nil {
 				return nil, err
 			}
@@ -49,8 +50,8 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 		}
 		for i := range samples {
 			s := &samples[i]
-			p, perr := block(s.Published, 0, pub.Sources, s.Rows, s.Cols)
-			e, eerr := block(s.Exported, 1, exp.Sources, s.Rows, s.Cols)
+			p, perr := block(s.Published, 0, pub.Sources, s)
+			e, eerr := block(s.Exported, 1, exp.Sources, s)
 			if perr != nil || eerr != nil {
 				continue // settles nothing: reported as ambiguous
 			}
@@ -81,9 +82,9 @@ func (d *Comparison) inferenceMayHelp(common int) bool {
 
 var errSampleBudget = fmt.Errorf("sample budget of %d bytes spent", adapter.MaxSampleBytes)
 
-// readBlock reads the first rows x cols elements of a logical tensor's
-// first matrix (a vector: its first cols elements), as float64.
-func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, error) {
+// readBlock reads rows x cols elements at row0, col0 of a logical
+// tensor's first matrix (a vector: cols elements at col0), as float64.
+func readBlock(t adapter.Tensor, srcs []Source, row0, col0, rows, cols uint64) ([]float64, error) {
 	es := uint64(t.DType.Bits() / 8)
 	switch t.DType {
 	case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
@@ -93,28 +94,31 @@ func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, e
 	out := make([]float64, 0, rows*cols)
 	n := len(t.Shape)
 	if n < 2 {
-		b, err := readLogical(t, srcs, 0, cols*es)
+		b, err := readLogical(t, srcs, col0*es, cols*es)
 		if err != nil {
 			return nil, err
 		}
 		return decodeAll(out, b, t.DType), nil
 	}
 	r, c := t.Shape[n-2], t.Shape[n-1]
+	if row0+rows > r || col0+cols > c {
+		return nil, fmt.Errorf("%s: sample past the tensor's shape", t.Name)
+	}
 	if !t.Transposed && c <= 4*cols {
 		// Rows not much wider than the block: one read of them all, not
 		// one a row (a sample of a cold file is then one seek).
-		b, err := readLogical(t, srcs, 0, rows*c*es)
+		b, err := readLogical(t, srcs, row0*c*es, rows*c*es)
 		if err != nil {
 			return nil, err
 		}
 		for i := range rows {
-			out = decodeAll(out, b[i*c*es:(i*c+cols)*es], t.DType)
+			out = decodeAll(out, b[(i*c+col0)*es:(i*c+col0+cols)*es], t.DType)
 		}
 		return out, nil
 	}
 	if !t.Transposed {
 		for i := range rows {
-			b, err := readLogical(t, srcs, i*c*es, cols*es)
+			b, err := readLogical(t, srcs, ((row0+i)*c+col0)*es, cols*es)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +129,7 @@ func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, e
 	// Stored [c, r]: logical column j is stored row j.
 	stored := make([][]float64, cols)
 	for j := range cols {
-		b, err := readLogical(t, srcs, j*r*es, rows*es)
+		b, err := readLogical(t, srcs, ((col0+j)*r+row0)*es, rows*es)
 		if err != nil {
 			return nil, err
 		}

@@ -202,6 +202,47 @@ func unfusedGPT2(m *hfModel, swapKV bool) []fixture.Tensor {
 	return m.done(append(out, m.rest()...))
 }
 
+// phi3Model is a llama published the way transformers' Phi-3 stores it:
+// q, k and v fused as qkv_proj (GQA sizes), gate and up as gate_up_proj.
+func phi3Model() *hfModel {
+	l := hfLlama("llama", 0)
+	m := &hfModel{t: map[string]nd{}, config: l.config, next: l.next}
+	put := func(name string, t nd) { m.order, m.t[name] = append(m.order, name), t }
+	for _, n := range slices.Clone(l.order) {
+		base, ok := strings.CutSuffix(n, "self_attn.q_proj.weight")
+		switch {
+		case ok:
+			put(base+"self_attn.qkv_proj.weight", cat(0, l.take(n), l.take(base+"self_attn.k_proj.weight"), l.take(base+"self_attn.v_proj.weight")))
+		case strings.HasSuffix(n, "mlp.gate_proj.weight"):
+			base, _ := strings.CutSuffix(n, "gate_proj.weight")
+			put(base+"gate_up_proj.weight", cat(0, l.take(n), l.take(base+"up_proj.weight")))
+		default:
+			if t, ok := l.t[n]; ok {
+				put(n, t)
+				delete(l.t, n)
+			}
+		}
+	}
+	return m
+}
+
+// phi3Unfused exports a phi3Model with q, k, v and gate, up apart, under a
+// trainer's names; swapGateUp is the control.
+func phi3Unfused(m *hfModel, swapGateUp bool) []fixture.Tensor {
+	var out []fixture.Tensor
+	for i := range cvLayers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		qkv := m.take(p + "self_attn.qkv_proj.weight").split([]int{cvHeads * cvHeadDim, cvKV * cvHeadDim, cvKV * cvHeadDim}, 0)
+		gu := m.take(p + "mlp.gate_up_proj.weight").chunk(2, 0)
+		if swapGateUp {
+			gu[0], gu[1] = gu[1], gu[0]
+		}
+		out = append(out, qkv[0].tensor(p+"self_attn.q_proj.weight"), qkv[1].tensor(p+"self_attn.k_proj.weight"),
+			qkv[2].tensor(p+"self_attn.v_proj.weight"), gu[0].tensor(p+"mlp.gate_proj.weight"), gu[1].tensor(p+"mlp.up_proj.weight"))
+	}
+	return m.done(trainerNames(append(out, m.rest()...)))
+}
+
 // TestInferNoPreset: layouts no preset covers map through inference, every
 // published key with values passing, and the written adapter loads back;
 // their negative controls fail.
@@ -217,6 +258,9 @@ func TestInferNoPreset(t *testing.T) {
 		{"gpt-2 with c_attn unfused into q, k, v Linears", func() *hfModel { return gpt2Model("transformer.", false) },
 			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, false) },
 			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, true) }},
+		{"phi-3 fused qkv_proj and gate_up_proj, exported apart", phi3Model,
+			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, false) },
+			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, true) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.model()
