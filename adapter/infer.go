@@ -74,8 +74,8 @@ type Sample struct {
 	// Row0 and Col0 are where the block starts in the first matrix: 0,
 	// but for a concat, whose later parts are sampled where they start.
 	Row0, Col0 uint64
-	Pub, Exp            []float64
-	cands               []int // exported template, candidate pairs, flattened
+	Pub, Exp   []float64
+	cands      []int // exported template, candidate pairs, flattened
 }
 
 // Block is the element block a sample reads of a tensor of this shape:

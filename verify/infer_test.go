@@ -232,8 +232,8 @@ func phi3Unfused(m *hfModel, swapGateUp bool) []fixture.Tensor {
 	var out []fixture.Tensor
 	for i := range cvLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		qkv := m.take(p + "self_attn.qkv_proj.weight").split([]int{cvHeads * cvHeadDim, cvKV * cvHeadDim, cvKV * cvHeadDim}, 0)
-		gu := m.take(p + "mlp.gate_up_proj.weight").chunk(2, 0)
+		qkv := m.take(p+"self_attn.qkv_proj.weight").split([]int{cvHeads * cvHeadDim, cvKV * cvHeadDim, cvKV * cvHeadDim}, 0)
+		gu := m.take(p+"mlp.gate_up_proj.weight").chunk(2, 0)
 		if swapGateUp {
 			gu[0], gu[1] = gu[1], gu[0]
 		}
