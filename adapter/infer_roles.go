@@ -38,7 +38,7 @@ var roleOfSegment = map[string]role{
 var fusedRoles = map[string][]role{
 	"qkv_proj": {roleQ, roleK, roleV}, "wqkv": {roleQ, roleK, roleV}, "Wqkv": {roleQ, roleK, roleV},
 	"qkv": {roleQ, roleK, roleV}, "c_attn": {roleQ, roleK, roleV}, "query_key_value": {roleQ, roleK, roleV},
-	"linear_qkv": {roleQ, roleK, roleV}, "in_proj": {roleQ, roleK, roleV},
+	"linear_qkv":   {roleQ, roleK, roleV},
 	"gate_up_proj": {roleGate, roleUp}, "gate_up": {roleGate, roleUp}, "w13": {roleGate, roleUp},
 	"w13_EFD": {roleGate, roleUp}, "linear_fc1": {roleGate, roleUp},
 }

@@ -65,6 +65,11 @@ func TestInferConventions(t *testing.T) {
 			func(m *hfModel) []fixture.Tensor {
 				return swapNames(ttQwen3(m, ttOpts{g: ttG2}), "feed_forward.w1.", "feed_forward.w3.")
 			}, true},
+		{"torchtitan qwen3 dense, a wrong layer's tensor", func() *hfModel { return hfLlama("qwen3", 0) },
+			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG2}) }, "torchtitan-qwen3",
+			func(m *hfModel) []fixture.Tensor {
+				return swapNames(ttQwen3(m, ttOpts{g: ttG2}), "layers.0.feed_forward.w2.", "layers.1.feed_forward.w2.")
+			}, false},
 		{"megatron TE spec qwen2", func() *hfModel { return hfLlama("qwen2", 0) },
 			func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{}) }, "megatron",
 			func(m *hfModel) []fixture.Tensor { return megatronOf(m, 0, mgOpts{plainBias: true}) }, true},
