@@ -445,7 +445,7 @@ func (inf *Inference) ruleLines(c *candidate) (stages [3][]string) {
 		dsts = append(dsts, destOf(inf.pub[t.pub], c))
 		sizes = append(sizes, strconv.FormatUint(t.rows, 10))
 		pat := patternOf(inf.pub[t.pub])
-		if c.transposed && c.kind == opSplit {
+		if c.transposed && (c.kind == opSplit || c.kind == opUnstack) {
 			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
 		}
 		if t.heads > 0 {

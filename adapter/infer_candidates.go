@@ -73,6 +73,9 @@ func (c *candidate) describe(pub []*nameTemplate) string {
 		}
 		return "split" + g + " into " + strings.Join(parts, " + ")
 	case opUnstack:
+		if c.transposed {
+			return "unstacked and transposed into " + strings.Join(parts, " + ")
+		}
 		return "unstacked into " + strings.Join(parts, " + ")
 	case opConcat:
 		s := "joined with the next " + strconv.Itoa(len(c.parts)) + " into " + parts[0]
@@ -220,6 +223,13 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 			switch pt := inf.pub[p]; {
 			case slices.Equal(pt.shape, inner):
 				add(candidate{kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i]})
+				if transposes && square(inner) {
+					out = append(out, candidate{exp: x, kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i], transposed: true})
+				}
+			case swapped(pt.shape, inner):
+				// Layers stacked by a JAX scan, kernels [in, out]: each
+				// slice transposed.
+				out = append(out, candidate{exp: x, kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i], transposed: true})
 			case pt.shape[0] < inner[0] && slices.Equal(pt.shape[1:], inner[1:]):
 				parts = append(parts, i)
 			}

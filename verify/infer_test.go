@@ -248,6 +248,34 @@ func phi3Unfused(m *hfModel, swapGateUp bool) []fixture.Tensor {
 	return m.done(trainerNames(append(out, m.rest()...)))
 }
 
+// jaxScan is a llama exported by a Flax model whose blocks run under
+// nn.scan (variable_axes={"params": 0}): every per-layer parameter is one
+// array stacked along dim 0, its kernels [in, out].
+func jaxScan(m *hfModel) []fixture.Tensor {
+	var out []fixture.Tensor
+	stack := func(hf, name string, transpose bool) {
+		var layers []nd
+		for i := range cvLayers {
+			t := m.take(fmt.Sprintf("model.layers.%d.%s", i, hf))
+			if transpose {
+				t = t.transpose(0, 1)
+			}
+			layers = append(layers, t.view(append([]int{1}, t.shape...)...))
+		}
+		out = append(out, cat(0, layers...).tensor(name))
+	}
+	for _, k := range [][2]string{{"self_attn.q_proj", "attn.query"}, {"self_attn.k_proj", "attn.key"}, {"self_attn.v_proj", "attn.value"},
+		{"self_attn.o_proj", "attn.out"}, {"mlp.gate_proj", "mlp.wi_0"}, {"mlp.up_proj", "mlp.wi_1"}, {"mlp.down_proj", "mlp.wo"}} {
+		stack(k[0]+".weight", "params.decoder.layers."+k[1]+".kernel", true)
+	}
+	stack("input_layernorm.weight", "params.decoder.layers.pre_attention_norm.scale", false)
+	stack("post_attention_layernorm.weight", "params.decoder.layers.pre_ffw_norm.scale", false)
+	out = append(out, m.take("model.embed_tokens.weight").tensor("params.embedder.embedding"),
+		m.take("model.norm.weight").tensor("params.final_norm.scale"),
+		m.take("lm_head.weight").transpose(0, 1).tensor("params.lm_head.kernel"))
+	return m.done(out)
+}
+
 // TestInferNoPreset: layouts no preset covers map through inference, every
 // published key with values passing, and the written adapter loads back;
 // their negative controls fail.
@@ -260,6 +288,11 @@ func TestInferNoPreset(t *testing.T) {
 		{"jax-style kernels, fused transposed qkv with GQA sizes", func() *hfModel { return hfLlama("llama", 0) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, false) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, true) }},
+		{"jax scan: layers stacked along dim 0, kernels [in, out]", func() *hfModel { return hfLlama("llama", 0) },
+			jaxScan,
+			func(m *hfModel) []fixture.Tensor {
+				return swapNames(jaxScan(m), "attn.key.", "attn.value.")
+			}},
 		{"gpt-2 with c_attn unfused into q, k, v Linears", func() *hfModel { return gpt2Model("transformer.", false) },
 			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, false) },
 			func(m *hfModel) []fixture.Tensor { return unfusedGPT2(m, true) }},
