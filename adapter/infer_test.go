@@ -115,14 +115,32 @@ func TestInferHostileNames(t *testing.T) {
 func FuzzInferNames(f *testing.F) {
 	f.Add("model.layers.0.mlp.w1.weight", "layers.0.x#y.weight")
 	f.Fuzz(func(t *testing.T, a, b string) {
-		pub := []safetensors.TensorInfo{{Name: a, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: a + ".1", DType: safetensors.F32, Shape: []uint64{2}}}
-		exp := []safetensors.TensorInfo{{Name: b, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".1", DType: safetensors.F32, Shape: []uint64{2}}}
+		// Shapes that make every kind of candidate: renames, a split of a
+		// fused [4, 2], its transpose, a concat of siblings.
+		pub := []safetensors.TensorInfo{{Name: a, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: a + ".1", DType: safetensors.F32, Shape: []uint64{2}},
+			{Name: a + ".x.fused", DType: safetensors.F32, Shape: []uint64{4, 2}}, {Name: a + ".y.q", DType: safetensors.F32, Shape: []uint64{2, 2}}}
+		exp := []safetensors.TensorInfo{{Name: b, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".1", DType: safetensors.F32, Shape: []uint64{2}},
+			{Name: b + ".x.q", DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".x.k", DType: safetensors.F32, Shape: []uint64{2, 2}},
+			{Name: b + ".y.qk", DType: safetensors.F32, Shape: []uint64{2, 4}}}
 		inf, err := Infer(pub, exp, nil, InferOptions{})
 		if err != nil {
 			return
 		}
 		if _, err := inf.Adapter(); err != nil {
 			t.Fatalf("inferred adapter does not parse: %v\n%s", err, inf.Text())
+		}
+		// Settled by samples that fit each candidate differently.
+		samples := inf.Samples()
+		for i := range samples {
+			n := samples[i].Rows * samples[i].Cols
+			samples[i].Pub, samples[i].Exp = make([]float64, n), make([]float64, n)
+			for j := range n {
+				samples[i].Pub[j], samples[i].Exp[j] = float64(j+1), float64(uint64(j+1)*uint64(i%3+1))
+			}
+		}
+		inf.Settle(samples)
+		if _, err := inf.Adapter(); err != nil {
+			t.Fatalf("settled adapter does not parse: %v\n%s", err, inf.Text())
 		}
 	})
 }
