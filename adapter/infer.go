@@ -132,7 +132,12 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		}
 		total = 0
 	}
-	if total += inf.addConcats(); total > opt.MaxCandidates {
+	inf.addConcats()
+	total = 0
+	for _, cs := range inf.cands {
+		total += len(cs)
+	}
+	if total > opt.MaxCandidates {
 		return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
 			opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
 	}

@@ -393,8 +393,8 @@ func (inf *Inference) concats(x int, siblings []int) []candidate {
 }
 
 // addConcats adds to each exported template the concats it leads and
-// those it is a part of; it returns how many it added.
-func (inf *Inference) addConcats() int {
+// those it is a part of.
+func (inf *Inference) addConcats() {
 	siblings := map[[2]string][]int{}
 	for x, xt := range inf.exp {
 		if parent, last := parentOf(xt); parent != "" && xt.safe {
@@ -402,7 +402,6 @@ func (inf *Inference) addConcats() int {
 			siblings[k] = append(siblings[k], x)
 		}
 	}
-	added := 0
 	for x, xt := range inf.exp {
 		parent, last := parentOf(xt)
 		sib := siblings[[2]string{parent, last}]
@@ -414,10 +413,8 @@ func (inf *Inference) addConcats() int {
 			for _, y := range c.parts {
 				inf.cands[y] = append(inf.cands[y], c)
 			}
-			added += 1 + len(c.parts)
 		}
 	}
-	return added
 }
 
 // concatMembers lists a concat's exported templates, in order.
