@@ -132,12 +132,7 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		}
 		total = 0
 	}
-	inf.addConcats()
-	total = 0
-	for _, cs := range inf.cands {
-		total += len(cs)
-	}
-	if total > opt.MaxCandidates {
+	if !inf.addConcats(opt.MaxCandidates) {
 		return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
 			opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
 	}

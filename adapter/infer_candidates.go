@@ -342,7 +342,7 @@ func parentOf(t *nameTemplate) (string, string) {
 // indices: a published fused QKV or gate_up (Phi-3's qkv_proj) of an
 // export that keeps them apart, or, transposed, GPT-2's Conv1D c_attn
 // [D, 3D] of separate [D, D] Linears; vectors (their biases) too.
-func (inf *Inference) concats(x int, siblings []int) []candidate {
+func (inf *Inference) concats(x int, siblings []int, limit int) []candidate {
 	xt := inf.exp[x]
 	if len(xt.shape) > 2 || len(xt.shape) == 0 {
 		return nil
@@ -372,7 +372,7 @@ func (inf *Inference) concats(x int, siblings []int) []candidate {
 				for _, y := range parts {
 					sum += inf.exp[y].shape[0]
 				}
-				if sum == rows {
+				if sum == rows && len(out) <= limit {
 					out = append(out, candidate{exp: x, kind: opConcat, targets: []target{{pub: p}}, parts: slices.Clone(parts), transposed: transposed})
 				}
 			}
@@ -393,8 +393,13 @@ func (inf *Inference) concats(x int, siblings []int) []candidate {
 }
 
 // addConcats adds to each exported template the concats it leads and
-// those it is a part of.
-func (inf *Inference) addConcats() {
+// those it is a part of, until the candidates of all templates pass
+// limit (then it says false).
+func (inf *Inference) addConcats(limit int) bool {
+	total := 0
+	for _, cs := range inf.cands {
+		total += len(cs)
+	}
 	siblings := map[[2]string][]int{}
 	for x, xt := range inf.exp {
 		if parent, last := parentOf(xt); parent != "" && xt.safe {
@@ -408,13 +413,17 @@ func (inf *Inference) addConcats() {
 		if parent == "" || len(sib) < 2 || len(sib) > maxConcatSiblings {
 			continue
 		}
-		for _, c := range inf.concats(x, sib) {
+		for _, c := range inf.concats(x, sib, limit-total) {
 			inf.cands[x] = append(inf.cands[x], c)
 			for _, y := range c.parts {
 				inf.cands[y] = append(inf.cands[y], c)
 			}
+			if total += 1 + len(c.parts); total > limit {
+				return false
+			}
 		}
 	}
+	return true
 }
 
 // concatMembers lists a concat's exported templates, in order.

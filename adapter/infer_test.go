@@ -110,6 +110,17 @@ func TestInferHostileNames(t *testing.T) {
 	if _, err := Infer(fused, siblings, nil, InferOptions{}); err != nil || time.Since(start) > 5*time.Second {
 		t.Errorf("shape-alike siblings: %v after %v", err, time.Since(start))
 	}
+	// Groups of 16 siblings (within the bound) that pair up into any of
+	// many published templates: the candidate bound stops them.
+	var pubs, groups []safetensors.TensorInfo
+	for i := range 1200 {
+		pubs = append(pubs, safetensors.TensorInfo{Name: fmt.Sprintf("f%d.w.weight", i), DType: safetensors.F32, Shape: []uint64{8, 4}})
+		groups = append(groups, safetensors.TensorInfo{Name: fmt.Sprintf("g%d.p%d.weight", i/16, i%16), DType: safetensors.F32, Shape: []uint64{4, 4}})
+	}
+	start = time.Now()
+	if _, err := Infer(pubs, groups, nil, InferOptions{}); err == nil || !strings.Contains(err.Error(), "candidate layouts") || time.Since(start) > 5*time.Second {
+		t.Errorf("pairing siblings: %v after %v", err, time.Since(start))
+	}
 }
 
 func FuzzInferNames(f *testing.F) {
