@@ -286,7 +286,10 @@ type InferredInput struct {
 	Templates   int      `json:"templates"`
 	Ambiguities int      `json:"ambiguities"`
 	Ambiguous   []string `json:"ambiguous,omitempty"`
-	SampleBytes int64    `json:"sample_bytes"`
+	// Conflicts counts the templates whose best fit their names or their
+	// siblings contradict (inference_conflict).
+	Conflicts   int   `json:"conflicts"`
+	SampleBytes int64 `json:"sample_bytes"`
 	// Values says whether samples were read (--adapter exported=infer) or
 	// only the headers (auto's fallback).
 	Values bool `json:"values"`
@@ -296,7 +299,7 @@ type InferredInput struct {
 func DescribeInference(inf *adapter.Inference) *InferredInput {
 	r := inf.Report()
 	in := &InferredInput{Rules: r.Rules, Mapped: r.Mapped, Templates: r.Templates[1], Ambiguities: len(r.Ambiguities),
-		SampleBytes: r.SampleBytes, Values: r.Settled}
+		Conflicts: len(r.Conflicts), SampleBytes: r.SampleBytes, Values: r.Settled}
 	for _, a := range r.Ambiguities[:min(len(r.Ambiguities), maxListedAmbiguities)] {
 		in.Ambiguous = append(in.Ambiguous, a.Exported+": "+a.Summary())
 	}
