@@ -57,21 +57,25 @@ type Inference struct {
 	chosen           []int         // per exported template: the candidate taken, or -1
 	why              []string      // per exported template left unmapped: why
 	samples          []Sample
+	conflicts        []InferConflict
 	settled          bool
 	sampleBytes      int64
 }
 
 // A Sample is one question values answer: a block of the published tensor
 // and the same block of the exported tensor as one candidate would make
-// it. The caller reads both (Rows x Cols at the start of each tensor's
+// it. The caller reads both (Rows x Cols at Row0, Col0 of each tensor's
 // first matrix; see Block) into Pub and Exp and calls Settle.
 type Sample struct {
 	// Published and Exported are logical tensors whose segments index the
 	// tensors given to Infer (published and exported respectively).
 	Published, Exported Tensor
 	Rows, Cols          uint64
-	Pub, Exp            []float64
-	cands               []int // exported template, candidate pairs, flattened
+	// Row0 and Col0 are where the block starts in the first matrix: 0,
+	// but for a concat, whose later parts are sampled where they start.
+	Row0, Col0 uint64
+	Pub, Exp   []float64
+	cands      []int // exported template, candidate pairs, flattened
 }
 
 // Block is the element block a sample reads of a tensor of this shape:
@@ -128,7 +132,14 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		}
 		total = 0
 	}
+	if !inf.addConcats(opt.MaxCandidates) {
+		return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
+			opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
+	}
 	inf.resolveByHeaders()
+	inf.checkAgreement(inf.decided(nil))
+	inf.keepConcatsWhole()
+	inf.dropConflicts()
 	inf.makeSamples()
 	return inf, nil
 }
@@ -139,7 +150,6 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 func (inf *Inference) resolveByHeaders() {
 	inf.chosen = make([]int, len(inf.exp))
 	inf.why = make([]string, len(inf.exp))
-	claimed := map[int]int{} // published template → exported
 	for x, cs := range inf.cands {
 		inf.chosen[x] = -1
 		if k := slices.IndexFunc(cs, func(c candidate) bool { return c.named }); k >= 0 {
@@ -154,27 +164,30 @@ func (inf *Inference) resolveByHeaders() {
 			}
 			inf.chosen[x] = 0
 			changed = true
-			for _, t := range cs[0].targets {
-				claimed[t.pub] = x
-			}
 			for y := range inf.cands {
 				if y != x && inf.chosen[y] < 0 {
 					inf.cands[y] = slices.DeleteFunc(inf.cands[y], func(c candidate) bool {
-						return c.covers(cs[0].targets[0].pub) || slices.ContainsFunc(cs[0].targets, func(t target) bool { return c.covers(t.pub) })
+						return !sameChoice(&c, &cs[0]) && slices.ContainsFunc(cs[0].targets, func(t target) bool { return c.covers(t.pub) })
 					})
 				}
 			}
 		}
 	}
+	inf.keepConcatsWhole()
 	inf.dropConflicts()
 }
 
-// dropConflicts unmaps templates that claim the same published template.
+// dropConflicts unmaps templates that claim the same published template
+// (the parts of one concat claim it once).
 func (inf *Inference) dropConflicts() {
 	by := map[int][]int{}
 	for x, k := range inf.chosen {
 		if k >= 0 {
-			for _, t := range inf.cands[x][k].targets {
+			c := &inf.cands[x][k]
+			for _, t := range c.targets {
+				if len(c.parts) > 0 && x != c.exp {
+					continue // claimed by its first part
+				}
 				by[t.pub] = append(by[t.pub], x)
 			}
 		}
@@ -184,8 +197,16 @@ func (inf *Inference) dropConflicts() {
 			continue
 		}
 		for _, x := range xs {
-			inf.chosen[x] = -1
-			inf.why[x] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+			var members []int
+			if c := &inf.cands[x][inf.chosen[x]]; len(c.parts) > 0 {
+				members = c.concatMembers()
+			} else {
+				members = []int{x}
+			}
+			for _, y := range members {
+				inf.chosen[y] = -1
+				inf.why[y] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+			}
 		}
 	}
 }
@@ -210,24 +231,53 @@ func (inf *Inference) makeSamples() {
 			ms = append(ms, xt.members[n-1])
 		}
 		for k := range cs {
-			for _, m := range ms {
-				a, err := Parse("inferred", "name c\n"+inf.ruleText(&cs[k]))
+			c := &cs[k]
+			if len(c.parts) > 0 && c.exp != x {
+				continue // sampled in its first part's list
+			}
+			for mi, m := range ms {
+				a, err := Parse("inferred", "name c\n"+inf.ruleText(c))
 				if err != nil {
 					continue
 				}
-				v := Chain{a}.Apply(inf.expInfo[m.tensor:m.tensor+1], inf.rawEnv)
+				// The instance's tensors: itself, and, for a concat, the
+				// same instance of each other part.
+				srcs := []int{m.tensor}
+				for _, y := range c.parts {
+					yms := inf.exp[y].members
+					srcs = append(srcs, yms[min(mi*(len(yms)-1), len(yms)-1)].tensor)
+				}
+				in := make([]safetensors.TensorInfo, len(srcs))
+				for i, src := range srcs {
+					in[i] = inf.expInfo[src]
+				}
+				v := Chain{a}.Apply(in, inf.rawEnv)
 				for _, t := range v.Tensors {
 					p, ok := pubByName[t.Name]
 					if !ok || !slices.Equal(inf.pubInfo[p].Shape, t.Shape) {
 						continue
 					}
 					for i := range t.Segments {
-						t.Segments[i].Source = m.tensor
+						t.Segments[i].Source = srcs[t.Segments[i].Source]
 					}
 					pt := inf.pubInfo[p]
 					pub := Tensor{Name: pt.Name, DType: pt.DType, Shape: pt.Shape, Source: pt.Name, Segments: []Segment{{Source: p, Length: pt.Size()}}}
 					rows, cols := Block(t.Shape)
 					inf.samples = append(inf.samples, Sample{Published: pub, Exported: t, Rows: rows, Cols: cols, cands: []int{x, k}})
+					// A concat's later parts, where they start: the first
+					// rows (or columns) are the first part's only.
+					at := inf.exp[x].shape[0]
+					for _, y := range c.parts {
+						yt := inf.exp[y]
+						sm := Sample{Published: pub, Exported: t, Rows: min(yt.shape[0], sampleRows), Cols: cols, Row0: at, cands: []int{x, k}}
+						if len(yt.shape) == 1 {
+							sm.Rows, sm.Cols, sm.Row0, sm.Col0 = 1, min(yt.shape[0], sampleRows*sampleCols), 0, at
+						} else if c.transposed {
+							sm.Rows, sm.Cols, sm.Row0, sm.Col0 = rows, min(yt.shape[0], sampleCols), 0, at
+						}
+						inf.samples = append(inf.samples, sm)
+						at += yt.shape[0]
+					}
 				}
 			}
 		}
@@ -272,6 +322,7 @@ func (inf *Inference) Settle(samples []Sample) {
 			dist[key] = d
 		}
 	}
+	before := slices.Clone(inf.chosen)
 	for x, cs := range inf.cands {
 		if inf.chosen[x] >= 0 || len(cs) < 2 {
 			continue
@@ -280,6 +331,12 @@ func (inf *Inference) Settle(samples []Sample) {
 		bd := math.Inf(1)
 		for k := range cs {
 			d, ok := dist[[2]int{x, k}]
+			if c := &cs[k]; len(c.parts) > 0 && c.exp != x {
+				// A concat is sampled in its first part's list.
+				if j := slices.IndexFunc(inf.cands[c.exp], func(o candidate) bool { return sameChoice(&o, c) }); j >= 0 {
+					d, ok = dist[[2]int{c.exp, j}]
+				}
+			}
 			if !ok || math.IsNaN(d) {
 				d = math.Inf(1)
 			}
@@ -299,7 +356,22 @@ func (inf *Inference) Settle(samples []Sample) {
 			inf.chosen[x] = best
 		}
 	}
+	inf.keepConcatsWhole()
+	inf.checkAgreement(inf.decided(before))
+	inf.keepConcatsWhole()
 	inf.dropConflicts()
+}
+
+// decided lists the templates mapped now that were not in before (nil:
+// none were).
+func (inf *Inference) decided(before []int) []int {
+	var out []int
+	for x, k := range inf.chosen {
+		if k >= 0 && (before == nil || before[x] < 0) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 const whySeveral = "the sampled values fit several candidates as well (equal or constant tensors): values cannot settle it"
@@ -350,25 +422,34 @@ func destOf(t *nameTemplate, c *candidate) string {
 	return strings.Join(segs, ".")
 }
 
-// ruleText writes candidate c as rule lines: its mapping, and, after a
-// "then", the permutations of its targets.
+// ruleText writes candidate c as rule lines: its mapping, and, each after a
+// "then", the transposes and the permutations of its targets.
 func (inf *Inference) ruleText(c *candidate) string {
-	stage1, stage2 := inf.ruleLines(c)
-	s := strings.Join(stage1, "\n") + "\n"
-	if len(stage2) > 0 {
-		s += "then\n" + strings.Join(stage2, "\n") + "\n"
+	stages := inf.ruleLines(c)
+	s := strings.Join(stages[0], "\n") + "\n"
+	for _, st := range stages[1:] {
+		if len(st) > 0 {
+			s += "then\n" + strings.Join(st, "\n") + "\n"
+		}
 	}
 	return s
 }
 
-func (inf *Inference) ruleLines(c *candidate) (mapping, permutes []string) {
+// ruleLines writes candidate c's rules by stage: its mapping, the
+// transposes of a transposed split's parts, the permutations of its
+// targets.
+func (inf *Inference) ruleLines(c *candidate) (stages [3][]string) {
 	src := patternOf(inf.exp[c.exp])
 	var dsts, sizes []string
 	for _, t := range c.targets {
 		dsts = append(dsts, destOf(inf.pub[t.pub], c))
 		sizes = append(sizes, strconv.FormatUint(t.rows, 10))
+		pat := patternOf(inf.pub[t.pub])
+		if c.transposed && (c.kind == opSplit || c.kind == opUnstack) {
+			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
+		}
 		if t.heads > 0 {
-			permutes = append(permutes, fmt.Sprintf("permute %s %s heads=%d", patternOf(inf.pub[t.pub]), patternOf(inf.pub[t.pub]), t.heads))
+			stages[2] = append(stages[2], fmt.Sprintf("permute %s %s heads=%d", pat, pat, t.heads))
 		}
 	}
 	var line string
@@ -379,13 +460,27 @@ func (inf *Inference) ruleLines(c *candidate) (mapping, permutes []string) {
 		line = "transpose " + src + " " + dsts[0]
 	case opSplit:
 		line = fmt.Sprintf("split %s %s groups=%d sizes=%s", src, strings.Join(dsts, " "), c.groups, strings.Join(sizes, ","))
+		if c.transposed {
+			line += " dim=1"
+		}
+	case opConcat:
+		srcs := []string{src}
+		for _, y := range c.parts {
+			srcs = append(srcs, patternOf(inf.exp[y]))
+		}
+		line = "concat " + strings.Join(srcs, "+") + " " + dsts[0] + " dim=0"
+		if c.transposed {
+			pat := patternOf(inf.pub[c.targets[0].pub])
+			stages[1] = append(stages[1], "transpose "+pat+" "+pat)
+		}
 	case opUnstack:
 		line = "unstack " + src + " " + strings.Join(dsts, " ")
 		if len(dsts) > 1 {
 			line += " sizes=" + strings.Join(sizes, ",")
 		}
 	}
-	return []string{line}, permutes
+	stages[0] = []string{line}
+	return stages
 }
 
 // Text writes the inferred mapping as an adapter file that --adapter-file
@@ -409,18 +504,27 @@ func (inf *Inference) Text() string {
 		b.WriteString("covers inferred from " + from + "\n")
 	}
 	b.WriteString("auto   never\n\n")
-	var permutes []string
+	var later [2][]string // the transposes, then the permutations
 	for x := range inf.exp {
 		k := inf.chosen[x]
-		if k < 0 {
-			continue
+		if k < 0 || inf.cands[x][k].exp != x {
+			continue // unmapped, or written with its concat's first part
 		}
-		m, p := inf.ruleLines(&inf.cands[x][k])
-		b.WriteString(strings.Join(m, "\n") + "\n")
-		permutes = append(permutes, p...)
+		st := inf.ruleLines(&inf.cands[x][k])
+		b.WriteString(strings.Join(st[0], "\n") + "\n")
+		later[0] = append(later[0], st[1]...)
+		later[1] = append(later[1], st[2]...)
 	}
-	if len(permutes) > 0 {
-		b.WriteString("\nthen\n" + strings.Join(permutes, "\n") + "\n")
+	for _, st := range later {
+		if len(st) > 0 {
+			b.WriteString("\nthen\n" + strings.Join(st, "\n") + "\n")
+		}
+	}
+	if len(inf.conflicts) > 0 {
+		b.WriteString("\n# Contradicted by names or layout (see the report's inference_conflict):\n")
+		for _, c := range inf.conflicts {
+			b.WriteString("#   " + sanitizeText(c.Summary()) + "\n")
+		}
 	}
 	if rep := inf.Report(); len(rep.Ambiguities)+len(rep.Unmapped) > 0 {
 		b.WriteString("\n# Not mapped (see the report):\n")
@@ -461,6 +565,9 @@ type InferReport struct {
 	// would settle them.
 	Ambiguities []InferAmbiguity
 	Unmapped    []InferUnmapped
+	// Conflicts are templates whose best fit their names or siblings
+	// contradict.
+	Conflicts   []InferConflict
 	SampleBytes int64
 	// Settled says whether samples were handed in (Settle).
 	Settled bool
@@ -505,12 +612,15 @@ type InferUnmapped struct {
 
 // Report says what was mapped and what was not.
 func (inf *Inference) Report() InferReport {
-	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled}
+	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled, Conflicts: inf.conflicts}
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
-			m, p := inf.ruleLines(&inf.cands[x][k])
-			r.Rules += len(m) + len(p)
+			if inf.cands[x][k].exp != x {
+				continue // its concat's rules count once
+			}
+			st := inf.ruleLines(&inf.cands[x][k])
+			r.Rules += len(st[0]) + len(st[1]) + len(st[2])
 			continue
 		}
 		cs := inf.cands[x]

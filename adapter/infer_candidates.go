@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,8 +29,21 @@ type candidate struct {
 	// slice number fills.
 	expertDim int
 	named     bool // the names agree too (see sameName)
-	score     float64
-	scored    bool
+	// transposed, for a split, says the exported tensor is the transpose
+	// of the parts' concatenation (GPT-2's Conv1D c_attn [D, 3D], a JAX
+	// kernel [in, out]): cut along dim 1, each part transposed.
+	transposed bool
+	// parts, for a concat, are the exported templates joined after exp,
+	// in order; the candidate stands in each part's list too (exp is the
+	// first part in all of them).
+	parts  []int
+	score  float64
+	scored bool
+}
+
+// sameChoice says a and b are one concat seen from two of its parts.
+func sameChoice(a, b *candidate) bool {
+	return len(a.parts) > 0 && a.exp == b.exp && slices.Equal(a.parts, b.parts) && a.targets[0].pub == b.targets[0].pub && a.transposed == b.transposed
 }
 
 func (c *candidate) covers(pub int) bool {
@@ -54,9 +68,21 @@ func (c *candidate) describe(pub []*nameTemplate) string {
 		if c.groups > 1 {
 			g = fmt.Sprintf(" in %d groups", c.groups)
 		}
+		if c.transposed {
+			return "split along dim 1" + g + " and transposed into " + strings.Join(parts, " + ")
+		}
 		return "split" + g + " into " + strings.Join(parts, " + ")
 	case opUnstack:
+		if c.transposed {
+			return "unstacked and transposed into " + strings.Join(parts, " + ")
+		}
 		return "unstacked into " + strings.Join(parts, " + ")
+	case opConcat:
+		s := "joined with the next " + strconv.Itoa(len(c.parts)) + " into " + parts[0]
+		if c.transposed {
+			s += ", transposed"
+		}
+		return s
 	}
 	return "renamed to " + parts[0]
 }
@@ -138,7 +164,7 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 		out = append(out, inf.env.withPermutes(c, inf.pub)...)
 	}
 	// Templates that run over the same indices, by shape after dim 0.
-	var split []int
+	var split, tsplit []int
 	for p, pt := range inf.pub {
 		if !pt.safe {
 			continue
@@ -155,11 +181,22 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 			case len(pt.shape) == len(xt.shape) && len(xt.shape) >= 1 && pt.shape[0] < xt.shape[0] && slices.Equal(pt.shape[1:], xt.shape[1:]):
 				split = append(split, p)
 			}
+			if len(xt.shape) == 2 && len(pt.shape) == 2 && pt.shape[1] == xt.shape[0] && pt.shape[0] < xt.shape[1] {
+				tsplit = append(tsplit, p)
+			}
 		}
 	}
 	for _, c := range inf.splits(xt.shape[0], split) {
 		c.kind = opSplit
 		add(c)
+	}
+	// The transpose of a concatenation: no rotary permutation on top (a
+	// permutation cuts the rows a transpose swaps).
+	if len(tsplit) > 0 {
+		for _, c := range inf.splits(xt.shape[1], tsplit) {
+			c.kind, c.transposed, c.exp = opSplit, true, x
+			out = append(out, c)
+		}
 	}
 	// An expert stack: one more index on the published side, running over
 	// dim 0.
@@ -186,6 +223,13 @@ func (inf *Inference) candidatesFor(x int, transposes bool) []candidate {
 			switch pt := inf.pub[p]; {
 			case slices.Equal(pt.shape, inner):
 				add(candidate{kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i]})
+				if transposes && square(inner) {
+					out = append(out, candidate{exp: x, kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i], transposed: true})
+				}
+			case swapped(pt.shape, inner):
+				// Layers stacked by a JAX scan, kernels [in, out]: each
+				// slice transposed.
+				out = append(out, candidate{exp: x, kind: opUnstack, targets: []target{{pub: p}}, groups: 1, expertDim: dimOf[i], transposed: true})
 			case pt.shape[0] < inner[0] && slices.Equal(pt.shape[1:], inner[1:]):
 				parts = append(parts, i)
 			}
@@ -271,6 +315,141 @@ func (c *candidate) kindWord() string {
 		return "split"
 	case opUnstack:
 		return "unstack"
+	case opConcat:
+		return "concat"
 	}
 	return "rename"
+}
+
+// maxConcatSiblings bounds the templates under one parent that a concat
+// may join: q, k and v are a few; a hostile header's thousands of
+// shape-alike siblings get no concat candidates (their cost would grow as
+// their cube).
+const maxConcatSiblings = 16
+
+// parentOf is a template's module path without its last two segments
+// ("layers.{}.attn" of "layers.{}.attn.wq.weight"), and the last one.
+func parentOf(t *nameTemplate) (string, string) {
+	n := len(t.segs)
+	if n < 3 {
+		return "", ""
+	}
+	return strings.Join(t.segs[:n-2], ".") + fmt.Sprint(t.at), t.segs[n-1]
+}
+
+// concats lists the ways exported templates under one parent, x first,
+// join along dim 0 into a published template of their instances and
+// indices: a published fused QKV or gate_up (Phi-3's qkv_proj) of an
+// export that keeps them apart, or, transposed, GPT-2's Conv1D c_attn
+// [D, 3D] of separate [D, D] Linears; vectors (their biases) too.
+func (inf *Inference) concats(x int, siblings []int, limit int) []candidate {
+	xt := inf.exp[x]
+	if len(xt.shape) > 2 || len(xt.shape) == 0 {
+		return nil
+	}
+	var out []candidate
+	for p, pt := range inf.pub {
+		if !pt.safe || pt.count() != xt.count() || !sameIndices(pt.dims, xt.dims) || len(pt.shape) != len(xt.shape) {
+			continue
+		}
+		for _, transposed := range []bool{false, true} {
+			if transposed && len(pt.shape) != 2 {
+				continue
+			}
+			rows, rest := pt.shape[0], pt.shape[1:]
+			if transposed {
+				rows, rest = pt.shape[1], pt.shape[:1]
+			}
+			fits := func(y int) bool {
+				yt := inf.exp[y]
+				return yt.safe && yt.count() == xt.count() && sameIndices(yt.dims, xt.dims) && len(yt.shape) == len(pt.shape) && slices.Equal(yt.shape[1:], rest) && yt.shape[0] < rows
+			}
+			if !fits(x) {
+				continue
+			}
+			try := func(parts []int) {
+				sum := xt.shape[0]
+				for _, y := range parts {
+					sum += inf.exp[y].shape[0]
+				}
+				if sum == rows && len(out) <= limit {
+					out = append(out, candidate{exp: x, kind: opConcat, targets: []target{{pub: p}}, parts: slices.Clone(parts), transposed: transposed})
+				}
+			}
+			for _, y := range siblings {
+				if y == x || !fits(y) {
+					continue
+				}
+				try([]int{y})
+				for _, z := range siblings {
+					if z != x && z != y && fits(z) {
+						try([]int{y, z})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addConcats adds to each exported template the concats it leads and
+// those it is a part of, until the candidates of all templates pass
+// limit (then it says false).
+func (inf *Inference) addConcats(limit int) bool {
+	total := 0
+	for _, cs := range inf.cands {
+		total += len(cs)
+	}
+	siblings := map[[2]string][]int{}
+	for x, xt := range inf.exp {
+		if parent, last := parentOf(xt); parent != "" && xt.safe {
+			k := [2]string{parent, last}
+			siblings[k] = append(siblings[k], x)
+		}
+	}
+	for x, xt := range inf.exp {
+		parent, last := parentOf(xt)
+		sib := siblings[[2]string{parent, last}]
+		if parent == "" || len(sib) < 2 || len(sib) > maxConcatSiblings {
+			continue
+		}
+		for _, c := range inf.concats(x, sib, limit-total) {
+			inf.cands[x] = append(inf.cands[x], c)
+			for _, y := range c.parts {
+				inf.cands[y] = append(inf.cands[y], c)
+			}
+			if total += 1 + len(c.parts); total > limit {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// concatMembers lists a concat's exported templates, in order.
+func (c *candidate) concatMembers() []int { return append([]int{c.exp}, c.parts...) }
+
+// keepConcatsWhole unmaps the parts of a concat that not every part
+// chose: a concat maps all its parts or none.
+func (inf *Inference) keepConcatsWhole() {
+	for x, k := range inf.chosen {
+		if k < 0 || len(inf.cands[x][k].parts) == 0 {
+			continue
+		}
+		c := &inf.cands[x][k]
+		whole := true
+		for _, y := range c.concatMembers() {
+			ky := inf.chosen[y]
+			whole = whole && ky >= 0 && sameChoice(&inf.cands[y][ky], c)
+		}
+		if whole {
+			continue
+		}
+		for _, y := range c.concatMembers() {
+			if ky := inf.chosen[y]; ky >= 0 && sameChoice(&inf.cands[y][ky], c) {
+				inf.chosen[y] = -1
+				inf.why[y] = "a concatenation not every part fits: " + c.describe(inf.pub)
+			}
+		}
+	}
 }

@@ -84,28 +84,38 @@ func safeSegment(seg string) bool {
 func templatesOf(tensors []safetensors.TensorInfo, limit int) ([]*nameTemplate, error) {
 	byKey := map[string]int{}
 	var out []*nameTemplate
-	var segs []string
 	var idx []uint64
-	var key strings.Builder
+	var key []byte
 	for i, t := range tensors {
-		segs = strings.Split(t.Name, ".")
-		idx = idx[:0]
-		key.Reset()
-		for k, s := range segs {
-			if k > 0 {
-				key.WriteByte('.')
+		// The key is the name with its indices as "{}", a space and the
+		// shape, built without splitting: most names join a template.
+		idx, key = idx[:0], key[:0]
+		for rest, first := t.Name, true; ; first = false {
+			s, after, more := strings.Cut(rest, ".")
+			if !first {
+				key = append(key, '.')
 			}
 			if v, ok := indexValue(s); ok {
 				idx = append(idx, v)
-				key.WriteString("{}")
-				continue
+				key = append(key, "{}"...)
+			} else {
+				key = append(key, s...)
 			}
-			key.WriteString(s)
+			if !more {
+				break
+			}
+			rest = after
 		}
-		key.WriteByte(' ')
-		key.WriteString(safetensors.FormatShape(t.Shape))
-		j, ok := byKey[key.String()]
+		key = append(key, ' ')
+		for d, n := range t.Shape {
+			if d > 0 {
+				key = append(key, ',')
+			}
+			key = strconv.AppendUint(key, n, 10)
+		}
+		j, ok := byKey[string(key)]
 		if !ok {
+			segs := strings.Split(t.Name, ".")
 			if len(out) >= limit {
 				return nil, fmt.Errorf("more than %d distinct name templates (names that differ in more than their numeric segments, or in shape): inference works on at most %d a side (InferOptions.MaxTemplates)", limit, limit)
 			}
@@ -119,9 +129,10 @@ func templatesOf(tensors []safetensors.TensorInfo, limit int) ([]*nameTemplate, 
 				nt.segs = append(nt.segs, s)
 				nt.safe = nt.safe && safeSegment(s)
 			}
-			nt.key, _, _ = strings.Cut(key.String(), " ")
+			k, _, _ := strings.Cut(string(key), " ")
+			nt.key = k
 			j = len(out)
-			byKey[key.String()] = j
+			byKey[string(key)] = j
 			out = append(out, nt)
 		}
 		out[j].members = append(out[j].members, member{tensor: i, index: slices.Clone(idx)})

@@ -99,19 +99,59 @@ func TestInferHostileNames(t *testing.T) {
 	if _, err := Infer(many, many, nil, InferOptions{}); err == nil || !strings.Contains(err.Error(), "name templates") {
 		t.Errorf("no bound: %v", err)
 	}
+	// Siblings that could join into one published tensor in any order:
+	// their concats are not enumerated (their cube).
+	var siblings []safetensors.TensorInfo
+	for i := range 1500 {
+		siblings = append(siblings, safetensors.TensorInfo{Name: fmt.Sprintf("m.p%d.weight", i), DType: safetensors.F32, Shape: []uint64{4, 4}})
+	}
+	start := time.Now()
+	fused := []safetensors.TensorInfo{{Name: "m.fused.weight", DType: safetensors.F32, Shape: []uint64{12, 4}}}
+	if _, err := Infer(fused, siblings, nil, InferOptions{}); err != nil || time.Since(start) > 5*time.Second {
+		t.Errorf("shape-alike siblings: %v after %v", err, time.Since(start))
+	}
+	// Groups of 16 siblings (within the bound) that pair up into any of
+	// many published templates: the candidate bound stops them.
+	var pubs, groups []safetensors.TensorInfo
+	for i := range 1200 {
+		pubs = append(pubs, safetensors.TensorInfo{Name: fmt.Sprintf("f%d.w.weight", i), DType: safetensors.F32, Shape: []uint64{8, 4}})
+		groups = append(groups, safetensors.TensorInfo{Name: fmt.Sprintf("g%d.p%d.weight", i/16, i%16), DType: safetensors.F32, Shape: []uint64{4, 4}})
+	}
+	start = time.Now()
+	if _, err := Infer(pubs, groups, nil, InferOptions{}); err == nil || !strings.Contains(err.Error(), "candidate layouts") || time.Since(start) > 5*time.Second {
+		t.Errorf("pairing siblings: %v after %v", err, time.Since(start))
+	}
 }
 
 func FuzzInferNames(f *testing.F) {
 	f.Add("model.layers.0.mlp.w1.weight", "layers.0.x#y.weight")
 	f.Fuzz(func(t *testing.T, a, b string) {
-		pub := []safetensors.TensorInfo{{Name: a, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: a + ".1", DType: safetensors.F32, Shape: []uint64{2}}}
-		exp := []safetensors.TensorInfo{{Name: b, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".1", DType: safetensors.F32, Shape: []uint64{2}}}
+		// Shapes that make every kind of candidate: renames, a split of a
+		// fused [4, 2], its transpose, a concat of siblings.
+		pub := []safetensors.TensorInfo{{Name: a, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: a + ".1", DType: safetensors.F32, Shape: []uint64{2}},
+			{Name: a + ".x.fused", DType: safetensors.F32, Shape: []uint64{4, 2}}, {Name: a + ".y.q", DType: safetensors.F32, Shape: []uint64{2, 2}}}
+		exp := []safetensors.TensorInfo{{Name: b, DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".1", DType: safetensors.F32, Shape: []uint64{2}},
+			{Name: b + ".x.q", DType: safetensors.F32, Shape: []uint64{2, 2}}, {Name: b + ".x.k", DType: safetensors.F32, Shape: []uint64{2, 2}},
+			{Name: b + ".y.qk", DType: safetensors.F32, Shape: []uint64{2, 4}}}
 		inf, err := Infer(pub, exp, nil, InferOptions{})
 		if err != nil {
 			return
 		}
 		if _, err := inf.Adapter(); err != nil {
 			t.Fatalf("inferred adapter does not parse: %v\n%s", err, inf.Text())
+		}
+		// Settled by samples that fit each candidate differently.
+		samples := inf.Samples()
+		for i := range samples {
+			n := samples[i].Rows * samples[i].Cols
+			samples[i].Pub, samples[i].Exp = make([]float64, n), make([]float64, n)
+			for j := range n {
+				samples[i].Pub[j], samples[i].Exp[j] = float64(j+1), float64(uint64(j+1)*uint64(i%3+1))
+			}
+		}
+		inf.Settle(samples)
+		if _, err := inf.Adapter(); err != nil {
+			t.Fatalf("settled adapter does not parse: %v\n%s", err, inf.Text())
 		}
 	})
 }
@@ -123,14 +163,27 @@ func benchInfer(b *testing.B, q fixture.Qwen3) {
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
-		if _, err := Infer(pub, exp, env, InferOptions{}); err != nil {
+		inf, err := Infer(pub, exp, env, InferOptions{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		samples := inf.Samples()
+		for i := range samples {
+			n := samples[i].Rows * samples[i].Cols
+			samples[i].Pub, samples[i].Exp = make([]float64, n), make([]float64, n)
+		}
+		inf.Settle(samples)
+		a, err := inf.Adapter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		Chain{a}.Apply(exp, env)
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/infer")
 }
 
-// BenchmarkInferMoE is inference on the Qwen3-30B-A3B shape, 18,867
+// BenchmarkInferMoE is inference (settled by samples, the adapter written
+// and applied) on the Qwen3-30B-A3B shape, 18,867
 // tensors a side, renamed to torchtitan's (target: 200 ms).
 func BenchmarkInferMoE(b *testing.B) { benchInfer(b, fixture.Qwen3MoE30B) }
 

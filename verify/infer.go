@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/x448/float16"
@@ -30,8 +31,9 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 		// tensor always, the exported one for each rename): each block is
 		// read, and counted against the budget, once.
 		read := map[string][]float64{}
-		block := func(t adapter.Tensor, side int, srcs []Source, rows, cols uint64) ([]float64, error) {
-			key := fmt.Sprint(side, t.Segments, t.Shape, t.Transposed, rows, cols)
+		block := func(t adapter.Tensor, side int, srcs []Source, s *adapter.Sample) ([]float64, error) {
+			rows, cols := s.Rows, s.Cols
+			key := blockKey(side, t, s)
 			if b, ok := read[key]; ok {
 				return b, nil
 			}
@@ -39,7 +41,7 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 			if cost > budget {
 				return nil, errSampleBudget
 			}
-			b, err := readBlock(t, srcs, rows, cols)
+			b, err := readBlock(t, srcs, s.Row0, s.Col0, rows, cols)
 			if err != nil {
 				return nil, err
 			}
@@ -49,8 +51,8 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 		}
 		for i := range samples {
 			s := &samples[i]
-			p, perr := block(s.Published, 0, pub.Sources, s.Rows, s.Cols)
-			e, eerr := block(s.Exported, 1, exp.Sources, s.Rows, s.Cols)
+			p, perr := block(s.Published, 0, pub.Sources, s)
+			e, eerr := block(s.Exported, 1, exp.Sources, s)
 			if perr != nil || eerr != nil {
 				continue // settles nothing: reported as ambiguous
 			}
@@ -79,11 +81,32 @@ func (d *Comparison) inferenceMayHelp(common int) bool {
 	return 2*(common+max(strip, add)) < len(pub.Tensors)
 }
 
+// blockKey names the block a sample reads of one side's logical tensor:
+// built by hand, as fmt.Sprint of the segments took most of inference's
+// time on a dense model.
+func blockKey(side int, t adapter.Tensor, s *adapter.Sample) string {
+	b := make([]byte, 0, 32+24*len(t.Segments))
+	b = strconv.AppendInt(b, int64(side), 10)
+	for _, seg := range t.Segments {
+		b = strconv.AppendInt(append(b, '|'), int64(seg.Source), 10)
+		b = strconv.AppendUint(append(b, ':'), seg.Offset, 10)
+		b = strconv.AppendUint(append(b, '+'), seg.Length, 10)
+	}
+	for _, d := range t.Shape {
+		b = strconv.AppendUint(append(b, ','), d, 10)
+	}
+	b = strconv.AppendBool(append(b, ' '), t.Transposed)
+	for _, n := range []uint64{s.Rows, s.Cols, s.Row0, s.Col0} {
+		b = strconv.AppendUint(append(b, ' '), n, 10)
+	}
+	return string(b)
+}
+
 var errSampleBudget = fmt.Errorf("sample budget of %d bytes spent", adapter.MaxSampleBytes)
 
-// readBlock reads the first rows x cols elements of a logical tensor's
-// first matrix (a vector: its first cols elements), as float64.
-func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, error) {
+// readBlock reads rows x cols elements at row0, col0 of a logical
+// tensor's first matrix (a vector: cols elements at col0), as float64.
+func readBlock(t adapter.Tensor, srcs []Source, row0, col0, rows, cols uint64) ([]float64, error) {
 	es := uint64(t.DType.Bits() / 8)
 	switch t.DType {
 	case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
@@ -93,16 +116,31 @@ func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, e
 	out := make([]float64, 0, rows*cols)
 	n := len(t.Shape)
 	if n < 2 {
-		b, err := readLogical(t, srcs, 0, cols*es)
+		b, err := readLogical(t, srcs, col0*es, cols*es)
 		if err != nil {
 			return nil, err
 		}
 		return decodeAll(out, b, t.DType), nil
 	}
 	r, c := t.Shape[n-2], t.Shape[n-1]
+	if row0+rows > r || col0+cols > c {
+		return nil, fmt.Errorf("%s: sample past the tensor's shape", t.Name)
+	}
+	if !t.Transposed && c <= 4*cols {
+		// Rows not much wider than the block: one read of them all, not
+		// one a row (a sample of a cold file is then one seek).
+		b, err := readLogical(t, srcs, row0*c*es, rows*c*es)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			out = decodeAll(out, b[(i*c+col0)*es:(i*c+col0+cols)*es], t.DType)
+		}
+		return out, nil
+	}
 	if !t.Transposed {
 		for i := range rows {
-			b, err := readLogical(t, srcs, i*c*es, cols*es)
+			b, err := readLogical(t, srcs, ((row0+i)*c+col0)*es, cols*es)
 			if err != nil {
 				return nil, err
 			}
@@ -113,7 +151,7 @@ func readBlock(t adapter.Tensor, srcs []Source, rows, cols uint64) ([]float64, e
 	// Stored [c, r]: logical column j is stored row j.
 	stored := make([][]float64, cols)
 	for j := range cols {
-		b, err := readLogical(t, srcs, j*r*es, rows*es)
+		b, err := readLogical(t, srcs, ((col0+j)*r+row0)*es, rows*es)
 		if err != nil {
 			return nil, err
 		}
@@ -201,8 +239,13 @@ func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
 			f.Message += " (adapter inferred)"
 		}
 	}
-	if f, ok := ambiguityFinding(d.Inference.Report()); ok {
+	rep := d.Inference.Report()
+	if f, ok := ambiguityFinding(rep); ok {
 		fs = append(fs, f)
+	}
+	for _, c := range rep.Conflicts {
+		fs = append(fs, Finding{Code: CodeInferConflict, Severity: Error, Side: Exported,
+			Message: "inference: " + c.Summary()})
 	}
 	return fs
 }
@@ -243,7 +286,10 @@ type InferredInput struct {
 	Templates   int      `json:"templates"`
 	Ambiguities int      `json:"ambiguities"`
 	Ambiguous   []string `json:"ambiguous,omitempty"`
-	SampleBytes int64    `json:"sample_bytes"`
+	// Conflicts counts the templates whose best fit their names or their
+	// siblings contradict (inference_conflict).
+	Conflicts   int   `json:"conflicts"`
+	SampleBytes int64 `json:"sample_bytes"`
 	// Values says whether samples were read (--adapter exported=infer) or
 	// only the headers (auto's fallback).
 	Values bool `json:"values"`
@@ -253,7 +299,7 @@ type InferredInput struct {
 func DescribeInference(inf *adapter.Inference) *InferredInput {
 	r := inf.Report()
 	in := &InferredInput{Rules: r.Rules, Mapped: r.Mapped, Templates: r.Templates[1], Ambiguities: len(r.Ambiguities),
-		SampleBytes: r.SampleBytes, Values: r.Settled}
+		Conflicts: len(r.Conflicts), SampleBytes: r.SampleBytes, Values: r.Settled}
 	for _, a := range r.Ambiguities[:min(len(r.Ambiguities), maxListedAmbiguities)] {
 		in.Ambiguous = append(in.Ambiguous, a.Exported+": "+a.Summary())
 	}

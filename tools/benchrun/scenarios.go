@@ -196,7 +196,8 @@ func scenarios(e env) []scenario {
 // allScenarios are the scenarios of this file and the remote ones.
 func allScenarios(e env) []scenario {
 	all := append(scenarios(e), remoteScenarios(e.bin, e.self)...)
-	return append(all, torchScenarios(e)...)
+	all = append(all, torchScenarios(e)...)
+	return append(all, inferScenario(e))
 }
 
 type valueFile struct {
