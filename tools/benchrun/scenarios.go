@@ -193,9 +193,9 @@ func scenarios(e env) []scenario {
 	}
 }
 
-// allScenarios are the scenarios of this file and the remote ones.
+// allScenarios are the scenarios of this file, the remote and the GGUF ones.
 func allScenarios(e env) []scenario {
-	return append(scenarios(e), remoteScenarios(e.bin, e.self)...)
+	return append(append(scenarios(e), remoteScenarios(e.bin, e.self)...), ggufScenarios(e)...)
 }
 
 type valueFile struct {
