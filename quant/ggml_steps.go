@@ -51,13 +51,26 @@ func step(d float32, q int) float32 {
 }
 
 // stepsQ8_0: quantize_row_q8_0_ref rounds x/d to the nearest of q·d,
-// d = amax/127.
+// d = amax/127. step(d, q), with |d| taken once a block and 2|q| from a
+// table.
 func stepsQ8_0(b []byte, y []float32) {
-	d := f16At(b)
+	d := abs32(f16At(b))
+	y = y[:32]
 	for j, q := range b[2:34] {
-		y[j] = step(d, int(int8(q)))
+		y[j] = d + twiceAbsInt8[q]*d*halfULP
 	}
 }
+
+// twiceAbsInt8 is 2|q| of each int8 q by its byte.
+var twiceAbsInt8 = func() (t [256]float32) {
+	for i := range t {
+		t[i] = 2 * float32(math.Abs(float64(int8(i))))
+	}
+	return t
+}()
+
+// abs32 is |v|, by clearing the sign bit.
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
 // stepsQ4_0: quantize_row_q4_0_ref takes d = max/−8 of the value of
 // largest magnitude and truncates x/d + 8.5 to at most 15: values round to

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	w "github.com/ckptcheck/ckptcheck/internal/ggufwrite"
@@ -41,7 +35,7 @@ func ggufScenarios(e env) []scenario {
 				if err := writeFiles(dir, e.dense, []valueFile{{"pub", safetensors.BF16, nil}, {"moved", safetensors.BF16, moved}}); err != nil {
 					return err
 				}
-				return writeGGUF(gguf(dir), e.dense, q.typ, q.ftype, q.quantize)
+				return w.WriteQwen3(gguf(dir), e.dense, q.typ, q.ftype, q.quantize)
 			},
 			ours: func(dir string) [][]string {
 				return [][]string{{e.bin, "diff", "--values", file(dir, "pub"), gguf(dir)}}
@@ -54,87 +48,4 @@ func ggufScenarios(e env) []scenario {
 		})
 	}
 	return out
-}
-
-// writeGGUF writes q as convert_hf_to_gguf.py names a Qwen3 (qwen3 does
-// not permute q/k: conversion/qwen.py) with every matrix in GGML type typ
-// by quantize and the norms F32, a tensor at a time.
-func writeGGUF(path string, q fixture.Qwen3, typ, ftype uint32, quantize func([]byte, []float32) []byte) error {
-	specs := q.Specs()
-	infos := make([]w.Info, len(specs))
-	for i, s := range specs {
-		dims := slices.Clone(s.Shape)
-		slices.Reverse(dims)
-		n := uint64(1)
-		for _, d := range s.Shape {
-			n *= d
-		}
-		info := w.Info{Name: ggufName(s.Name), Dims: dims, Type: 0, Size: 4 * n}
-		if len(s.Shape) == 2 {
-			info.Type, info.Size = typ, uint64(len(quantize(nil, make([]float32, s.Shape[1]))))*s.Shape[0]
-		}
-		infos[i] = info
-	}
-	kv := []w.KV{
-		w.P("general.architecture", w.Str("qwen3")), w.P("general.file_type", w.U32(ftype)),
-		w.P("qwen3.block_count", w.U32(uint32(q.Layers))), w.P("qwen3.embedding_length", w.U32(uint32(q.Hidden))),
-		w.P("qwen3.feed_forward_length", w.U32(uint32(q.Intermediate))),
-		w.P("qwen3.attention.head_count", w.U32(uint32(q.Heads))), w.P("qwen3.attention.head_count_kv", w.U32(uint32(q.KVHeads))),
-		w.P("qwen3.attention.key_length", w.U32(uint32(q.HeadDim))), w.P("qwen3.attention.value_length", w.U32(uint32(q.HeadDim))),
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	bw := bufio.NewWriterSize(f, 4<<20)
-	var vals []float32
-	var buf []byte
-	err = w.Stream(bw, kv, infos, func(i int) ([]byte, error) {
-		t := q.Tensor(specs[i], safetensors.BF16)
-		vals = vals[:0]
-		for j := 0; j < len(t.Data); j += 2 {
-			vals = append(vals, math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[j:]))<<16))
-		}
-		if infos[i].Type == 0 {
-			return fixture.Encode(vals, safetensors.F32), nil
-		}
-		buf = quantize(buf[:0], vals)
-		return buf, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// ggufNames are llama.cpp's names (gguf-py constants.py TENSOR_NAMES) of
-// a Qwen3 layer's tensors, by their HF name after "model.layers.N.".
-var ggufNames = map[string]string{
-	"self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
-	"self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
-	"self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
-	"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
-	"mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight",
-}
-
-func ggufName(hf string) string {
-	switch hf {
-	case "model.embed_tokens.weight":
-		return "token_embd.weight"
-	case "model.norm.weight":
-		return "output_norm.weight"
-	case "lm_head.weight":
-		return "output.weight"
-	}
-	rest, ok := strings.CutPrefix(hf, "model.layers.")
-	if layer, name, ok2 := strings.Cut(rest, "."); ok && ok2 {
-		if g, ok := ggufNames[name]; ok {
-			return "blk." + layer + "." + g
-		}
-	}
-	return hf
 }
