@@ -129,8 +129,13 @@ func toFloat32(d safetensors.DType, src []byte, at int, dst []float32) {
 }
 
 // stepSums are what the vector loop returns for a run of values: the
-// sums, the counts (as float64 lanes) and the largest ratio.
-type stepSums struct{ sumStep2, sumP2, outside, finite, max float64 }
+// sums, the counts and the largest ratio (max, which the loop starts
+// from: its ratios below it are not computed).
+type stepSums struct {
+	sumStep2, sumP2 float64
+	outside, finite uint64
+	max             float64
+}
 
 // vector measures the block with the vector loop, a chunk at a time; where
 // a chunk's largest ratio is a new maximum, the chunk is scanned again for
@@ -145,11 +150,14 @@ func (sp *stepPartial) vector(vec func(a, b, st *byte, n int, abf, bbf bool, out
 		m := min(stepChunk, n-c)
 		m4 := m &^ 3
 		if m4 > 0 {
-			var s stepSums
+			s := stepSums{max: sp.maxRatio}
+			if !sp.hasMax {
+				s.max = 0
+			}
 			vec(&pb[c*pw], &eb[c*ew], &stepBytes[4*c], m4, pd == safetensors.BF16, ed == safetensors.BF16, &s)
 			sp.sumStep2 += s.sumStep2
 			sp.sumP2 += s.sumP2
-			sp.outside += uint64(s.outside)
+			sp.outside += s.outside
 			if s.finite > 0 && (!sp.hasMax || s.max > sp.maxRatio) {
 				toFloat32(pd, pb, c, pa[:m4])
 				toFloat32(ed, eb, c, ea[:m4])

@@ -15,7 +15,12 @@
 	ADDQ $16, reg \
 	VCVTPS2PD x, y
 
-// BODY measures four pairs, a in Y0, b in Y1, their steps at DX.
+// BODY measures four pairs, a in Y0, b in Y1, their steps at DX: Σ step²
+// (Y8); finite where a−a = 0 and b−b = 0 (mask Y5), counted in Y11; Σ a²
+// of the finite (Y9); half = step·0.5 (Y2); |b − a| (Y3); outside where
+// |b − a| > (1+StepMargin)·half, counted in Y10; and in Y4 the finite
+// lanes whose ratio |b − a|/half may pass the lane's maximum (Y7): above
+// max·half·(1 − 2⁻⁴⁰), a product that cannot round past the quotient.
 #define BODY \
 	VMOVUPS (DX), X2 \
 	ADDQ $16, DX \
@@ -27,8 +32,7 @@
 	VSUBPD Y1, Y1, Y4 \
 	VCMPPD $0, Y6, Y4, Y4 \
 	VANDPD Y4, Y3, Y5 \
-	VANDPD Y15, Y5, Y3 \
-	VADDPD Y3, Y11, Y11 \
+	VPSUBQ Y5, Y11, Y11 \
 	VMULPD Y0, Y0, Y3 \
 	VANDPD Y5, Y3, Y3 \
 	VADDPD Y3, Y9, Y9 \
@@ -38,20 +42,11 @@
 	VMULPD Y13, Y2, Y4 \
 	VCMPPD $0x1e, Y4, Y3, Y4 \
 	VANDPD Y5, Y4, Y4 \
-	VANDPD Y15, Y4, Y4 \
-	VADDPD Y4, Y10, Y10 \
-	VDIVPD Y2, Y3, Y4 \
-	VCMPPD $0, Y6, Y3, Y0 \
-	VANDNPD Y4, Y0, Y4 \
-	VANDPD Y5, Y4, Y4 \
-	VMAXPD Y4, Y7, Y7 \
-	SUBQ $4, CX
-
-// Per four pairs: Σ step² (Y8); finite where a−a = 0 and b−b = 0 (mask
-// Y5), counted in Y11; Σ a² of the finite (Y9); half = step·0.5; outside
-// where |b − a| > (1+StepMargin)·half, counted in Y10; the ratio
-// |b − a|/half, 0 where the values are equal or not finite, its maximum
-// in Y7.
+	VPSUBQ Y4, Y10, Y10 \
+	VMULPD Y2, Y7, Y4 \
+	VMULPD Y15, Y4, Y4 \
+	VCMPPD $0x1e, Y4, Y3, Y4 \
+	VANDPD Y5, Y4, Y4
 
 // func stepSumsAVX2(a, b, st *byte, n int, abf, bbf bool, out *stepSums)
 // n is a multiple of 4.
@@ -65,7 +60,7 @@ TEXT ·stepSumsAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+40(FP), R10
 
 	VXORPD Y6, Y6, Y6 // zero
-	VXORPD Y7, Y7, Y7 // max ratio
+	VBROADCASTSD 32(R10), Y7 // max ratio, from out.max
 	VXORPD Y8, Y8, Y8 // Σ step²
 	VXORPD Y9, Y9, Y9 // Σ p²
 	VXORPD Y10, Y10, Y10 // outside
@@ -79,50 +74,38 @@ TEXT ·stepSumsAVX2(SB), NOSPLIT, $0-48
 	MOVQ $0x7FFFFFFFFFFFFFFF, AX
 	MOVQ AX, X14
 	VBROADCASTSD X14, Y14
-	MOVQ $0x3FF0000000000000, AX // 1.0
+	MOVQ $0x3FEFFFFFFFFFF800, AX // 1 − 2⁻⁴⁰
 	MOVQ AX, X15
 	VBROADCASTSD X15, Y15
 
+loop:
+	CMPQ CX, $4
+	JLT  done
 	TESTB R8, R8
-	JNZ   abf
-	TESTB R9, R9
-	JNZ   loopFB
-
-loopFF:
-	CMPQ CX, $4
-	JLT  done
+	JNZ   abf16
 	F32(SI, X0, Y0)
-	F32(DI, X1, Y1)
-	BODY
-	JMP loopFF
-
-loopFB:
-	CMPQ CX, $4
-	JLT  done
-	F32(SI, X0, Y0)
-	BF16(DI, X1, Y1)
-	BODY
-	JMP loopFB
-
-abf:
+	JMP  aok
+abf16:
+	BF16(SI, X0, Y0)
+aok:
 	TESTB R9, R9
-	JNZ   loopBB
-
-loopBF:
-	CMPQ CX, $4
-	JLT  done
-	BF16(SI, X0, Y0)
+	JNZ   bbf16
 	F32(DI, X1, Y1)
-	BODY
-	JMP loopBF
-
-loopBB:
-	CMPQ CX, $4
-	JLT  done
-	BF16(SI, X0, Y0)
+	JMP  bok
+bbf16:
 	BF16(DI, X1, Y1)
+bok:
 	BODY
-	JMP loopBB
+	VMOVMSKPD Y4, AX
+	TESTL AX, AX
+	JZ    next
+	// A lane may pass its maximum: the exact quotients of those lanes.
+	VDIVPD Y2, Y3, Y0
+	VANDPD Y4, Y0, Y0
+	VMAXPD Y0, Y7, Y7
+next:
+	SUBQ $4, CX
+	JMP  loop
 
 done:
 	VEXTRACTF128 $1, Y8, X3
@@ -135,15 +118,15 @@ done:
 	VUNPCKHPD X9, X9, X3
 	VADDSD X3, X9, X9
 	MOVSD X9, 8(R10)
-	VEXTRACTF128 $1, Y10, X3
-	VADDPD X3, X10, X10
-	VUNPCKHPD X10, X10, X3
-	VADDSD X3, X10, X10
+	VEXTRACTI128 $1, Y10, X3
+	VPADDQ X3, X10, X10
+	VPUNPCKHQDQ X10, X10, X3
+	VPADDQ X3, X10, X10
 	MOVSD X10, 16(R10)
-	VEXTRACTF128 $1, Y11, X3
-	VADDPD X3, X11, X11
-	VUNPCKHPD X11, X11, X3
-	VADDSD X3, X11, X11
+	VEXTRACTI128 $1, Y11, X3
+	VPADDQ X3, X11, X11
+	VPUNPCKHQDQ X11, X11, X3
+	VPADDQ X3, X11, X11
 	MOVSD X11, 24(R10)
 	VEXTRACTF128 $1, Y7, X3
 	VMAXPD X3, X7, X7
