@@ -108,4 +108,3 @@ func splitName(name string, no, count uint64) string {
 	}
 	return fmt.Sprintf("split %d", no+1)
 }
-
