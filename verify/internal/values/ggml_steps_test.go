@@ -7,10 +7,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/tensorfile"
-	"github.com/x448/float16"
 )
 
 // TestMeasureOneSided checks the one-sided step pass against the generic
