@@ -15,20 +15,7 @@ var _ = registerGGML(tensorfile.Q3_K, decodeQ3K)
 func decodeQ3K(b []byte, y []float32) {
 	hm, qs := b[:32], b[32:96]
 	d := f16At(b[108:])
-	var aux [4]uint32
-	for i := range 3 {
-		aux[i] = binary.LittleEndian.Uint32(b[96+4*i:])
-	}
-	const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
-	tmp := aux[2]
-	aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4)
-	aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4)
-	aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4)
-	aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4)
-	var scales [16]int8
-	for i := range scales {
-		scales[i] = int8(aux[i/4] >> (8 * uint(i%4)))
-	}
+	scales := q3KScales(b)
 	is, k := 0, 0
 	m := byte(1)
 	for n := 0; n < 256; n += 128 {
@@ -49,4 +36,23 @@ func decodeQ3K(b []byte, y []float32) {
 			m <<= 1
 		}
 	}
+}
+
+// q3KScales unpacks the 16 6-bit scales of a Q3_K block (biased by 32) as
+// ggml's kmask shuffle does.
+func q3KScales(b []byte) (scales [16]int8) {
+	var aux [4]uint32
+	for i := range 3 {
+		aux[i] = binary.LittleEndian.Uint32(b[96+4*i:])
+	}
+	const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
+	tmp := aux[2]
+	aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4)
+	aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4)
+	aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4)
+	aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4)
+	for i := range scales {
+		scales[i] = int8(aux[i/4] >> (8 * uint(i%4)))
+	}
+	return scales
 }

@@ -10,20 +10,16 @@ var _ = registerGGML(tensorfile.Q4_K, decodeQ4K)
 func decodeQ4K(b []byte, y []float32) {
 	d, dmin := f16At(b), f16At(b[2:])
 	scales, qs := b[4:16], b[16:144]
-	k := 0
 	for j := 0; j < 8; j += 2 {
 		sc1, m1 := scaleMinK4(j, scales)
 		sc2, m2 := scaleMinK4(j+1, scales)
 		d1, min1 := d*float32(sc1), dmin*float32(m1)
 		d2, min2 := d*float32(sc2), dmin*float32(m2)
 		q := qs[16*j : 16*j+32]
-		for _, v := range q {
-			y[k] = float32(d1*float32(v&0xF)) - min1
-			k++
-		}
-		for _, v := range q {
-			y[k] = float32(d2*float32(v>>4)) - min2
-			k++
+		lo, hi := y[32*j:32*j+32], y[32*j+32:32*j+64]
+		for i, v := range q {
+			lo[i] = float32(d1*float32(v&0xF)) - min1
+			hi[i] = float32(d2*float32(v>>4)) - min2
 		}
 	}
 }

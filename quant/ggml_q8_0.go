@@ -8,6 +8,7 @@ var _ = registerGGML(tensorfile.Q8_0, decodeQ8_0)
 // y = qs·d.
 func decodeQ8_0(b []byte, y []float32) {
 	d := f16At(b)
+	y = y[:32]
 	for j, q := range b[2:34] {
 		y[j] = float32(int8(q)) * d
 	}

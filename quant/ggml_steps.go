@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -16,9 +17,17 @@ import (
 // ggmlSteps are the encodings whose steps are known, by the block function
 // that writes them.
 var ggmlSteps = map[tensorfile.Encoding]ggmlBlock{
-	tensorfile.Q8_0: stepsQ8_0,
-	tensorfile.Q4_0: stepsQ4_0,
-	tensorfile.Q4_K: stepsQ4K,
+	tensorfile.Q8_0:  stepsQ8_0,
+	tensorfile.Q4_0:  stepsQ4_0,
+	tensorfile.Q4_1:  stepsQ4_1,
+	tensorfile.Q5_0:  stepsQ5_0,
+	tensorfile.Q5_1:  stepsQ5_1,
+	tensorfile.Q2_K:  stepsQ2K,
+	tensorfile.Q3_K:  stepsQ3K,
+	tensorfile.Q4_K:  stepsQ4K,
+	tensorfile.Q5_K:  stepsQ5K,
+	tensorfile.Q6_K:  stepsQ6K,
+	tensorfile.MXFP4: stepsMXFP4,
 }
 
 // halfULP is the relative rounding of a float32 scale to a half.
@@ -37,11 +46,15 @@ func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 }
 
 // ErrorCompensated says the K-quants are judged statistically: their
-// quantizers (make_qkx2_quants, make_qx_quants) search scales and mins and
-// refit them by least squares after rounding, which moves values beyond
-// half a step of the final grid.
+// quantizers (make_qkx2_quants, make_qx_quants, make_q3_quants) search
+// scales and mins and refit them by least squares after rounding, which
+// moves values beyond half a step of the final grid.
 func (c *ggmlStepped) ErrorCompensated() bool {
-	return c.e == tensorfile.Q4_K
+	switch c.e {
+	case tensorfile.Q2_K, tensorfile.Q3_K, tensorfile.Q4_K, tensorfile.Q5_K, tensorfile.Q6_K:
+		return true
+	}
+	return false
 }
 
 // step is the spacing d of a grid q·d, widened for d's rounding to a half.
@@ -51,13 +64,26 @@ func step(d float32, q int) float32 {
 }
 
 // stepsQ8_0: quantize_row_q8_0_ref rounds x/d to the nearest of q·d,
-// d = amax/127.
+// d = amax/127. step(d, q), with |d| taken once a block and 2|q| from a
+// table.
 func stepsQ8_0(b []byte, y []float32) {
-	d := f16At(b)
+	d := abs32(f16At(b))
+	y = y[:32]
 	for j, q := range b[2:34] {
-		y[j] = step(d, int(int8(q)))
+		y[j] = d + twiceAbsInt8[q]*d*halfULP
 	}
 }
+
+// twiceAbsInt8 is 2|q| of each int8 q by its byte.
+var twiceAbsInt8 = func() (t [256]float32) {
+	for i := range t {
+		t[i] = 2 * float32(math.Abs(float64(int8(i))))
+	}
+	return t
+}()
+
+// abs32 is |v|, by clearing the sign bit.
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
 // stepsQ4_0: quantize_row_q4_0_ref takes d = max/−8 of the value of
 // largest magnitude and truncates x/d + 8.5 to at most 15: values round to
@@ -87,5 +113,103 @@ func stepsQ4K(b []byte, y []float32) {
 		for i := range 32 {
 			y[32*j+i] = s
 		}
+	}
+}
+
+// stepsQ4_1: quantize_row_q4_1_ref takes d = (max−min)/15, m = min and
+// rounds (x−m)/d half up to q·d + m, no clamp reached: the step is d,
+// widened for d's and m's rounding to halves.
+func stepsQ4_1(b []byte, y []float32) {
+	d, m := f16At(b), abs32(f16At(b[2:]))
+	for j, q := range b[4:20] {
+		y[j] = step(d, int(q&0xF)) + 2*m*halfULP
+		y[j+16] = step(d, int(q>>4)) + 2*m*halfULP
+	}
+}
+
+// stepsQ5_0: quantize_row_q5_0_ref as Q4_0 with 5 bits: d = max/−16,
+// q = min(31, trunc(x/d + 16.5)); the top code 31 (15·d) also holds the
+// values up to 16·d the clamp caught.
+func stepsQ5_0(b []byte, y []float32) {
+	d := f16At(b)
+	qh := binary.LittleEndian.Uint32(b[2:])
+	for j, q := range b[6:22] {
+		for k, n := range [2]int{int(q&0xF | byte((qh>>uint(j))<<4)&0x10), int(q>>4 | byte(qh>>uint(j+12))&0x10)} {
+			s := step(d, n-16)
+			if n == 31 {
+				s *= 2
+			}
+			y[j+16*k] = s
+		}
+	}
+}
+
+// stepsQ5_1: quantize_row_q5_1_ref as Q4_1 with 5 bits (d = (max−min)/31).
+func stepsQ5_1(b []byte, y []float32) {
+	d, m := f16At(b), abs32(f16At(b[2:]))
+	qh := binary.LittleEndian.Uint32(b[4:])
+	for j, q := range b[8:24] {
+		y[j] = step(d, int(q&0xF|byte((qh>>uint(j))<<4)&0x10)) + 2*m*halfULP
+		y[j+16] = step(d, int(q>>4|byte(qh>>uint(j+12))&0x10)) + 2*m*halfULP
+	}
+}
+
+// fillSubBlocks writes, for each sub-block i of n values, the step
+// s(i) to its values.
+func fillSubBlocks(y []float32, n int, s func(i int) float32) {
+	for i := range len(y) / n {
+		v := s(i)
+		for k := range n {
+			y[n*i+k] = v
+		}
+	}
+}
+
+// stepsQ2K: dequantize_row_q2_K's grid in sub-block i (16 values) is
+// (d·scᵢ)·q − dmin·mᵢ, q < 4: spacing d·scᵢ.
+func stepsQ2K(b []byte, y []float32) {
+	d := f16At(b[80:])
+	fillSubBlocks(y[:256], 16, func(i int) float32 { return step(d*float32(b[i]&0xF), 3) })
+}
+
+// stepsQ3K: dequantize_row_q3_K's grid in sub-block i (16 values) is
+// (d·(scᵢ−32))·q, −4 ≤ q < 4: spacing |d·(scᵢ−32)|.
+func stepsQ3K(b []byte, y []float32) {
+	d := f16At(b[108:])
+	scales := q3KScales(b)
+	fillSubBlocks(y[:256], 16, func(i int) float32 { return step(d*float32(int(scales[i])-32), 4) })
+}
+
+// stepsQ5K: as Q4_K, with 5-bit values.
+func stepsQ5K(b []byte, y []float32) {
+	d := f16At(b)
+	scales := b[4:16]
+	fillSubBlocks(y[:256], 32, func(i int) float32 {
+		sc, _ := scaleMinK4(i, scales)
+		return step(d*float32(sc), 31)
+	})
+}
+
+// stepsQ6K: dequantize_row_q6_K's grid in sub-block i (16 values) is
+// (d·scᵢ)·(q−32): spacing |d·scᵢ|.
+func stepsQ6K(b []byte, y []float32) {
+	d := f16At(b[208:])
+	sc := b[192:208]
+	fillSubBlocks(y[:256], 16, func(i int) float32 { return step(d*float32(int8(sc[i])), 32) })
+}
+
+// mxfp4Steps are the steps of the E2M1 grid (ggml's doubled kvalues 0, 1,
+// 2, 3, 4, 6, 8, 12) by the magnitude code: twice the larger half-gap
+// beside each level. quantize_row_mxfp4_ref picks d = 2^(⌊log₂ amax⌋−3),
+// so |x|/d < 16 and the top level 12 also holds values up to 16.
+var mxfp4Steps = [8]float32{1, 1, 1, 1, 2, 2, 4, 8}
+
+// stepsMXFP4: best_index_mxfp4 rounds x to the nearest kvalue·d; d is a
+// power of two, stored exactly.
+func stepsMXFP4(b []byte, y []float32) {
+	d := e8m0Half(b[0])
+	for j, q := range b[1:17] {
+		y[j] = mxfp4Steps[q&7] * d
+		y[j+16] = mxfp4Steps[q>>4&7] * d
 	}
 }

@@ -57,10 +57,13 @@ func TestGGMLSteps(t *testing.T) {
 			}
 		})
 	}
-	c, _ := GGML(tensorfile.Q5_0)
-	if _, ok := c.(interface {
-		Steps(Dims, uint64, uint64, [][]byte, []float32) error
-	}); ok {
-		t.Error("Q5_0 states steps it does not know")
+	for _, e := range []tensorfile.Encoding{tensorfile.Q4_1, tensorfile.Q5_0, tensorfile.Q5_1, tensorfile.Q2_K,
+		tensorfile.Q3_K, tensorfile.Q5_K, tensorfile.Q6_K, tensorfile.MXFP4} {
+		c, _ := GGML(e)
+		if _, ok := c.(interface {
+			Steps(Dims, uint64, uint64, [][]byte, []float32) error
+		}); !ok {
+			t.Errorf("%s states no steps", e)
+		}
 	}
 }

@@ -132,6 +132,7 @@ const (
 
 	CodeGGUFMetadataMismatch Code = "gguf_metadata_mismatch"
 	CodeGGUFConfigMismatch   Code = "gguf_config_mismatch"
+	CodeGGUFSplitMissing     Code = "gguf_split_missing"
 )
 
 // FormatCode is the code of a format error kind: its snake_case name.
@@ -252,6 +253,7 @@ var codes = []CodeDoc{
 	{CodeGGUFBadAlignment, Error, "GGUF: general.alignment is not a u32 power of two (up to 1 MiB)"},
 	{CodeGGUFBadName, Error, "GGUF: a tensor name of 64 bytes or more, which ggml refuses"},
 	{CodeGGUFMetadataMismatch, Error, "GGUF: the metadata disagrees with the tensors: <arch>.block_count against the blk.N layers present, embedding_length against token_embd, head counts and key/value lengths against attn_q/attn_k/attn_v rows (llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3)"},
+	{CodeGGUFSplitMissing, Error, "GGUF: split files (gguf-split's model-00001-of-00003.gguf) that are not one whole set: a split.no of split.count absent, given twice or out of range, split.count differing between the files, or split.tensors.count not the tensors they hold"},
 	{CodeGGUFConfigMismatch, Error, "diff: a GGUF export's metadata disagrees with the published config.json, with both values, keyed by the config field: an error for <arch>.block_count, embedding_length, attention.head_count and head_count_kv (llama.cpp builds another model; MLA written as MQA and NextN layers counted as blocks are the converter's and pass), a warning for feed_forward_length, context_length, rope.freq_base, attention.layer_norm_rms_epsilon and the vocabulary size (<arch>.vocab_size or tokenizer.ggml.tokens)"},
 }
 

@@ -72,9 +72,15 @@ var headChecked = map[string]bool{"llama": true, "mistral": true, "qwen2": true,
 // llama.cpp trusts when it builds the graph.
 func ggufMetadata(s *checkpoint.Shard) []Finding {
 	f, ok := s.Header.(*gguf.File)
-	if !ok || f.Architecture() == "" {
-		return nil
+	if !ok || f.Architecture() == "" || splitCount(f) > 1 {
+		return nil // split files are checked together (ggufSplits)
 	}
+	return ggufMetadataOf(f, []*gguf.File{f}, s.Path)
+}
+
+// ggufMetadataOf checks the metadata of f against the tensors of files
+// (f's split files, or f), its findings on path.
+func ggufMetadataOf(f *gguf.File, files []*gguf.File, path string) []Finding {
 	arch := f.Architecture()
 	u := func(key string) (uint64, bool) {
 		v, ok := f.Lookup(arch + "." + key)
@@ -85,16 +91,18 @@ func ggufMetadata(s *checkpoint.Shard) []Finding {
 	}
 	var out []Finding
 	bad := func(key, msg string, args ...any) {
-		out = append(out, Finding{Code: CodeGGUFMetadataMismatch, Severity: Error, File: s.Path, Key: key, Message: fmt.Sprintf(msg, args...)})
+		out = append(out, Finding{Code: CodeGGUFMetadataMismatch, Severity: Error, File: path, Key: key, Message: fmt.Sprintf(msg, args...)})
 	}
 	layers := map[uint64]bool{}
 	shapes := map[string][]uint64{}
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		shapes[t.Name] = t.Shape()
-		if rest, ok := strings.CutPrefix(t.Name, "blk."); ok {
-			if n, err := strconv.ParseUint(rest[:max(strings.IndexByte(rest, '.'), 0)], 10, 32); err == nil {
-				layers[n] = true
+	for _, g := range files {
+		for i := range g.Tensors {
+			t := &g.Tensors[i]
+			shapes[t.Name] = t.Shape()
+			if rest, ok := strings.CutPrefix(t.Name, "blk."); ok {
+				if n, err := strconv.ParseUint(rest[:max(strings.IndexByte(rest, '.'), 0)], 10, 32); err == nil {
+					layers[n] = true
+				}
 			}
 		}
 	}

@@ -38,6 +38,7 @@ func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) 
 	out = append(out, validateIndex(c, scans)...)
 	out = append(out, validateConfig(c, scans)...)
 	out = append(out, quantStructure(c)...)
+	out = append(out, ggufSplits(c)...)
 	if c.NumTensors() == 0 && !slices.ContainsFunc(out, func(f Finding) bool { return f.Severity == Error }) {
 		out = append(out, Finding{Code: CodeEmptyCheckpoint, Severity: Warning, File: c.Path, Message: "the checkpoint holds no tensors"})
 	}

@@ -10,6 +10,8 @@ package ggufwrite
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
 	"math"
 )
 
@@ -125,17 +127,46 @@ func (f File) Bytes() []byte {
 	if version == 0 {
 		version = 3
 	}
-	b := append([]byte(nil), magic...)
+	infos := make([]Info, len(f.Tensors))
+	for i, t := range f.Tensors {
+		infos[i] = Info{Name: t.Name, Dims: t.Dims, Type: t.Type, Size: uint64(len(t.Data)), Offset: t.Offset, SetOffset: t.SetOffset}
+	}
+	b := appendHeader(nil, magic, version, align, f.KV, infos)
+	for i, t := range f.Tensors {
+		b = append(b, t.Data...)
+		if !(f.NoTrailingPad && i == len(f.Tensors)-1) {
+			b = padTo(b, align)
+		}
+	}
+	return b
+}
+
+// An Info is a tensor's entry in the header: Dims in GGML order, the GGML
+// type number, the size of its bytes.
+type Info struct {
+	Name string
+	Dims []uint64
+	Type uint32
+	Size uint64
+	// Offset, when SetOffset, replaces the running padded sum.
+	Offset    uint64
+	SetOffset bool
+}
+
+// appendHeader appends the header of a version-3 file up to its data
+// section, padded to align.
+func appendHeader(b []byte, magic string, version uint32, align uint64, kvs []KV, infos []Info) []byte {
+	b = append(b, magic...)
 	b = le.AppendUint32(b, version)
-	b = le.AppendUint64(b, uint64(len(f.Tensors)))
-	b = le.AppendUint64(b, uint64(len(f.KV)))
-	for _, kv := range f.KV {
+	b = le.AppendUint64(b, uint64(len(infos)))
+	b = le.AppendUint64(b, uint64(len(kvs)))
+	for _, kv := range kvs {
 		b = appendStr(b, kv.Key)
 		b = le.AppendUint32(b, kv.Value.Type)
 		b = append(b, kv.Value.payload...)
 	}
 	var off uint64
-	for _, t := range f.Tensors {
+	for _, t := range infos {
 		b = appendStr(b, t.Name)
 		b = le.AppendUint32(b, uint32(len(t.Dims)))
 		for _, d := range t.Dims {
@@ -147,16 +178,36 @@ func (f File) Bytes() []byte {
 		} else {
 			b = le.AppendUint64(b, off)
 		}
-		off += Pad(uint64(len(t.Data)), align)
+		off += Pad(t.Size, align)
 	}
-	b = padTo(b, align)
-	for i, t := range f.Tensors {
-		b = append(b, t.Data...)
-		if !(f.NoTrailingPad && i == len(f.Tensors)-1) {
-			b = padTo(b, align)
+	return padTo(b, align)
+}
+
+// Stream writes a well-formed file (version 3, alignment 32) a tensor at a
+// time, so that a full-size model never sits in memory: data(i) gives
+// tensor i's bytes, which must be infos[i].Size long.
+func Stream(w io.Writer, kvs []KV, infos []Info, data func(i int) ([]byte, error)) error {
+	const align = 32
+	if _, err := w.Write(appendHeader(nil, "GGUF", 3, align, kvs, infos)); err != nil {
+		return err
+	}
+	var zeros [align]byte
+	for i, t := range infos {
+		b, err := data(i)
+		if err != nil {
+			return err
+		}
+		if uint64(len(b)) != t.Size {
+			return fmt.Errorf("ggufwrite: tensor %q: %d bytes, the header says %d", t.Name, len(b), t.Size)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if _, err := w.Write(zeros[:Pad(t.Size, align)-t.Size]); err != nil {
+			return err
 		}
 	}
-	return b
+	return nil
 }
 
 // Pad rounds n up to a multiple of align (ggml_pad).

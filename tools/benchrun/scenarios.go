@@ -193,10 +193,11 @@ func scenarios(e env) []scenario {
 	}
 }
 
-// allScenarios are the scenarios of this file and the remote ones.
+// allScenarios are the scenarios of this file, the remote and the GGUF ones.
 func allScenarios(e env) []scenario {
 	all := append(scenarios(e), remoteScenarios(e.bin, e.self)...)
 	all = append(all, torchScenarios(e)...)
+	all = append(all, ggufScenarios(e)...)
 	return append(all, inferScenario(e))
 }
 

@@ -95,6 +95,9 @@ type stepBuffers struct {
 // pb and eb are the block's bytes as the kernels see them (a codec side
 // as F32), parts the codec sides' part bytes as decode split them.
 func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial, error) {
+	if sp, ok, err := sb.measureOneSided(j, dc, pb, eb); ok {
+		return sp, err
+	}
 	p := j.pair
 	n := int(j.n)
 	var sp stepPartial
