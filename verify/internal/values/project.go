@@ -36,6 +36,7 @@ type Projection struct {
 	pair               Pair // the blocking and jobs the scheduler reads
 	cols               uint64
 	absProbes          [][]float64
+	scaledAbs          [][]float64 // |x|·2^-8: ½ulp of a BF16 M is its power of two times 2^-8
 	differs, nonfinite atomic.Uint64
 }
 
@@ -118,10 +119,19 @@ func (p *Projection) prepare() error {
 		}
 	}
 	p.absProbes = make([][]float64, len(p.Probes))
+	if p.Merged.DType == safetensors.BF16 {
+		p.scaledAbs = make([][]float64, len(p.Probes))
+	}
 	for t, x := range p.Probes {
 		p.absProbes[t] = make([]float64, len(x))
 		for j, v := range x {
 			p.absProbes[t][j] = math.Abs(v)
+		}
+		if p.scaledAbs != nil {
+			p.scaledAbs[t] = make([]float64, len(x))
+			for j, v := range x {
+				p.scaledAbs[t][j] = math.Ldexp(math.Abs(v), -8) // exact: a power of two
+			}
 		}
 	}
 	k := uint64(len(p.Probes))
@@ -181,7 +191,7 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 			if s.tail == nil {
 				s.tail = &projectScratch{}
 			}
-			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, bits, table, diff, floor, s.tail); ok {
+			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, p.scaledAbs, bits, table, diff, floor, s.tail); ok {
 				differs, nonfinite = differs+d, nonfinite+nf
 				continue
 			}
