@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,6 +35,7 @@ const peftDefaultAlpha = 8
 type loraAdapter struct {
 	c       *checkpoint.Checkpoint
 	cfg     checkpoint.PEFTConfig
+	layout  loraLayout
 	modules []*loraModule // by path
 	saved   map[string]Source
 	sources map[string]Source // every readable tensor, by name
@@ -41,78 +43,110 @@ type loraAdapter struct {
 
 // A loraModule is one target: its low-rank pair and its scale.
 type loraModule struct {
-	path         string // the module in the base; its weight is path + ".weight"
-	a, b, mag    *Source
-	rank         uint64  // lora_A's first dimension
-	want         uint64  // the rank the config says, 0 when it does not
-	alpha, scale float64 // from the config and its patterns
-	aVals, bVals []float64
+	path      string // the module in the base (HF naming); its weight is path + ".weight"
+	a, b, mag *Source
+	// aShape and bShape are the pair as peft orients it, [r, in] and
+	// [out, r], whatever the layout stores.
+	aShape, bShape []uint64
+	rank           uint64  // aShape's first dimension
+	want           uint64  // the rank the config says, 0 when it does not
+	alpha, scale   float64 // from the config and its patterns
+	aVals, bVals   []float64
 }
 
 // weight is the base weight the module adapts.
 func (m *loraModule) weight() string { return m.path + ".weight" }
 
 // readLoRA reads an adapter's tensor names and config; values are read by
-// loadValues.
+// loadValues. An adapter folder holding two layouts (torchtune's
+// adapter_model.pt beside its PEFT adapter_model.safetensors) is read as
+// the first of PEFT, mlx-lm, torchtune it holds.
 func readLoRA(c *checkpoint.Checkpoint) *loraAdapter {
 	la := &loraAdapter{c: c, saved: map[string]Source{}, sources: map[string]Source{}}
 	if c.PEFT != nil {
 		la.cfg = *c.PEFT
 	}
 	srcs, _ := sources(c)
-	byPath := map[string]*loraModule{}
-	module := func(path string) *loraModule {
-		m := byPath[path]
-		if m == nil {
-			m = &loraModule{path: path}
-			byPath[path] = m
-		}
-		return m
-	}
+	var parts [3][]loraPart
 	for _, s := range srcs {
 		name := s.Tensor.Name
-		la.sources[name] = s
-		rest, ok := strings.CutPrefix(name, peftPrefix)
-		if !ok {
-			continue
+		if old, dup := la.sources[name]; dup && path.Base(old.Shard.Name) == mlxAdapterFile {
+			continue // mlx-lm's periodic NNNNNNN_adapters.safetensors repeat the final file's names
 		}
-		switch {
-		case strings.HasSuffix(rest, ".lora_A.weight"):
-			module(strings.TrimSuffix(rest, ".lora_A.weight")).a = &s
-		case strings.HasSuffix(rest, ".lora_B.weight"):
-			module(strings.TrimSuffix(rest, ".lora_B.weight")).b = &s
-		case strings.HasSuffix(rest, ".lora_magnitude_vector"):
-			module(strings.TrimSuffix(rest, ".lora_magnitude_vector")).mag = &s
-		case !strings.Contains(rest, "lora_"):
+		la.sources[name] = s
+		if p, ok := parseLoRAName(name); ok {
+			parts[p.layout] = append(parts[p.layout], p)
+		} else if rest, ok := strings.CutPrefix(name, peftPrefix); ok && !strings.Contains(rest, "lora_") {
 			la.saved[rest] = s
 		}
 	}
-	for _, m := range byPath {
-		if m.a != nil && len(m.a.Tensor.Shape) == 2 {
-			m.rank = m.a.Tensor.Shape[0]
+	for l := range parts {
+		if len(parts[l]) > 0 {
+			la.layout = loraLayout(l)
+			break
 		}
-		m.want, m.alpha = la.cfg.Rank, la.cfg.Alpha
-		if m.alpha == 0 {
-			m.alpha = peftDefaultAlpha
+	}
+	if la.layout != layoutPEFT {
+		la.saved = map[string]Source{} // modules_to_save copies are peft's
+	}
+	byPath := map[string]*loraModule{}
+	for _, p := range parts[la.layout] {
+		m := byPath[p.path]
+		if m == nil {
+			m = &loraModule{path: p.path}
+			byPath[p.path] = m
+			la.modules = append(la.modules, m)
 		}
-		if r, ok := patternValue(la.cfg.RankPattern, m.path); ok {
-			m.want = r
+		s := la.sources[p.name]
+		switch p.part {
+		case 'A':
+			m.a, m.aShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		case 'B':
+			m.b, m.bShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		default:
+			m.mag = &s
 		}
-		if a, ok := patternValue(la.cfg.AlphaPattern, m.path); ok {
-			m.alpha = a
-		}
-		r := float64(m.rank)
-		if m.want > 0 {
-			r = float64(m.want)
-		}
-		m.scale = m.alpha / r
-		if la.cfg.RSLoRA {
-			m.scale = m.alpha / math.Sqrt(r)
-		}
-		la.modules = append(la.modules, m)
+	}
+	for _, m := range la.modules {
+		la.scaleOf(m)
 	}
 	slices.SortFunc(la.modules, func(x, y *loraModule) int { return strings.Compare(x.path, y.path) })
 	return la
+}
+
+// scaleOf sets a module's rank, the rank and alpha the config says, and
+// its scale: peft's (and torchtune's, whose adapter_config.json is peft's)
+// alpha/r or alpha/√r, per module from the patterns; mlx-lm's
+// lora_parameters.scale as is.
+func (la *loraAdapter) scaleOf(m *loraModule) {
+	if len(m.aShape) == 2 {
+		m.rank = m.aShape[0]
+	}
+	m.want, m.alpha = la.cfg.Rank, la.cfg.Alpha
+	if la.layout == layoutMLX {
+		m.scale = la.cfg.Scale
+		if m.scale == 0 {
+			m.scale = mlxDefaultScale
+		}
+		return
+	}
+	if m.alpha == 0 {
+		m.alpha = peftDefaultAlpha
+	}
+	if r, ok := patternValue(la.cfg.RankPattern, m.path); ok {
+		m.want = r
+	}
+	if a, ok := patternValue(la.cfg.AlphaPattern, m.path); ok {
+		m.alpha = a
+	}
+	r := float64(m.rank)
+	if m.want > 0 {
+		r = float64(m.want)
+	}
+	m.scale = m.alpha / r
+	if la.cfg.RSLoRA {
+		m.scale = m.alpha / math.Sqrt(r)
+	}
 }
 
 // patternValue finds a module's entry in rank_pattern or alpha_pattern the
@@ -157,8 +191,9 @@ func readFloats(s *Source) ([]float64, error) {
 	return out, nil
 }
 
-// loadValues reads every module's A and B.
-func (la *loraAdapter) loadValues() error {
+// loadValues reads every module's A and B, in peft's orientation (see
+// loraLayout.toPEFT; base is the model the adapter is checked against).
+func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
 	for _, m := range la.modules {
 		if m.a == nil || m.b == nil {
 			continue
@@ -169,6 +204,9 @@ func (la *loraAdapter) loadValues() error {
 		}
 		if m.bVals, err = readFloats(m.b); err != nil {
 			return err
+		}
+		if len(m.aShape) == 2 && len(m.bShape) == 2 {
+			la.layout.toPEFT(m, base)
 		}
 	}
 	return nil
@@ -182,7 +220,7 @@ func (la *loraAdapter) loadValues() error {
 // never the base's.
 func CheckAdapter(base, adapterC *checkpoint.Checkpoint) ([]Finding, error) {
 	la := readLoRA(adapterC)
-	if err := la.loadValues(); err != nil {
+	if err := la.loadValues(base); err != nil {
 		return nil, err
 	}
 	return la.check(base), nil
@@ -211,11 +249,15 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message: fmt.Sprintf("the adapter targets %s, which the base does not have (no %s)", m.path, key)})
 			continue
 		}
-		as, bs := m.a.Tensor.Shape, m.b.Tensor.Shape
+		as, bs := m.aShape, m.bShape
 		if len(w.Shape) != 2 || len(as) != 2 || len(bs) != 2 || bs[1] != as[0] || as[1] != w.Shape[1] || bs[0] != w.Shape[0] {
+			want := "lora_A [r, in], lora_B [out, r]"
+			if la.layout == layoutMLX {
+				want = "lora_a [in, r], lora_b [r, out]"
+			}
 			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
-				Message: fmt.Sprintf("lora_A %s and lora_B %s do not fit the base weight %s (want lora_A [r, in], lora_B [out, r])",
-					safetensors.FormatShape(as), safetensors.FormatShape(bs), safetensors.FormatShape(w.Shape)),
+				Message: fmt.Sprintf("the %s pair %s and %s does not fit the base weight %s (want %s)", la.layout,
+					safetensors.FormatShape(m.a.Tensor.Shape), safetensors.FormatShape(m.b.Tensor.Shape), safetensors.FormatShape(w.Shape), want),
 				Published: safetensors.FormatShape(w.Shape)})
 			continue
 		}

@@ -82,6 +82,7 @@ type loraCheck struct {
 	saved  bool        // compared with the adapter's modules_to_save copy
 	proj   *values.Projection
 	mdtype safetensors.DType
+	mlx    bool // the scale is mlx-lm's, not alpha/r
 }
 
 // CompareLoRA checks that the exported side of d (the merged export) is
@@ -95,7 +96,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		k = DefaultLoRAProbes
 	}
 	la := readLoRA(adapterC)
-	if err := la.loadValues(); err != nil {
+	if err := la.loadValues(d.Published.Checkpoint); err != nil {
 		return nil, err
 	}
 	rep := &LoRAReport{Probes: k, Seed: LoRASeed, Targets: []LoRATarget{}}
@@ -125,7 +126,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		if base.unreadable() != "" || merged.unreadable() != "" {
 			continue
 		}
-		c := &loraCheck{key: p.Name, module: targets[p.Name], mdtype: e.DType}
+		c := &loraCheck{key: p.Name, module: targets[p.Name], mdtype: e.DType, mlx: la.layout == layoutMLX}
 		if s, ok := la.saved[p.Name]; ok && !bad[p.Name] && slices.Equal(s.Tensor.Shape, p.Shape) {
 			n := tensorBytes(adapter.Tensor{DType: s.Tensor.DType, Shape: s.Tensor.Shape})
 			base = operand{t: adapter.Tensor{Name: p.Name, DType: s.Tensor.DType, Shape: s.Tensor.Shape,
@@ -276,8 +277,12 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		f.Message = fmt.Sprintf("neither the base nor base + %s·B·A: relative residual %s (floor %s)",
 			textfmt.Float(m.scale), textfmt.Float(float64(t.RelResidual)), textfmt.Float(float64(t.RelFloor)))
 		if ratio := dp / pp; c.fitsScale(ratio, pred, dfl) {
-			f.Message = fmt.Sprintf("merged with scale %s, not %s (%s× the expected; alpha %s, rank %d: alpha instead of alpha/r is %s×)",
-				textfmt.Float(ratio*m.scale), textfmt.Float(m.scale), textfmt.Float(ratio), textfmt.Float(m.alpha), m.rank, textfmt.Float(m.alpha/m.scale))
+			why := fmt.Sprintf("alpha %s, rank %d: alpha instead of alpha/r is %s×", textfmt.Float(m.alpha), m.rank, textfmt.Float(m.alpha/m.scale))
+			if c.mlx {
+				why = "mlx-lm's lora_parameters.scale, used as is"
+			}
+			f.Message = fmt.Sprintf("merged with scale %s, not %s (%s× the expected; %s)",
+				textfmt.Float(ratio*m.scale), textfmt.Float(m.scale), textfmt.Float(ratio), why)
 			f.Got = map[string]any{"scale": Float(ratio * m.scale)}
 			f.Expected = map[string]any{"scale": Float(m.scale)}
 		}
