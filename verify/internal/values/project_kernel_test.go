@@ -276,3 +276,32 @@ func TestProjectBF16x3FusedMatchesPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestCountNonFinite checks the word-at-a-time count against decoding,
+// on random bit patterns of every length around a word.
+func TestCountNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, d := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32} {
+		w := d.Bits() / 8
+		for _, n := range []int{0, 1, 3, 4, 5, 9, 1001} {
+			b := make([]byte, n*w)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			vals := make([]float64, n)
+			quant.DecodeFloat64(d, b, vals)
+			want := uint64(0)
+			for _, v := range vals {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					want++
+				}
+			}
+			if got, ok := countNonFinite(d, b); !ok || got != want {
+				t.Errorf("%s n=%d: %d, %v; want %d", d, n, got, ok, want)
+			}
+		}
+	}
+	if _, ok := countNonFinite(safetensors.F64, nil); ok {
+		t.Error("F64: ok")
+	}
+}
