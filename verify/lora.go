@@ -52,6 +52,7 @@ type loraModule struct {
 	want           uint64  // the rank the config says, 0 when it does not
 	alpha, scale   float64 // from the config and its patterns
 	aVals, bVals   []float64
+	fits           bool // checkShapes found the pair fits its base weight
 }
 
 // weight is the base weight the module adapts.
@@ -227,6 +228,18 @@ func CheckAdapter(base, adapterC *checkpoint.Checkpoint) ([]Finding, error) {
 }
 
 func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
+	return sortedByKey(append(la.checkShapes(base), la.checkValues()...))
+}
+
+func sortedByKey(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(x, y Finding) int { return strings.Compare(x.Key, y.Key) })
+	return fs
+}
+
+// checkShapes is check's part that needs no values: names, shapes, ranks
+// and the config's targets. It marks the modules that fit their base
+// weight for checkValues.
+func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 	var out []Finding
 	file := ""
 	if la.c.PEFT != nil {
@@ -266,14 +279,7 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message:  fmt.Sprintf("rank %d, but the config says %d (r or rank_pattern)", m.rank, m.want),
 				Expected: m.want, Got: m.rank})
 		}
-		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
-			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
-				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
-		}
-		if allZero(m.bVals) {
-			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,
-				Message: "lora_B is all zero, as peft initializes it: the adapter's delta is zero (it never trained)"})
-		}
+		m.fits = true
 	}
 	for name, s := range la.saved {
 		if w := base.Tensor(name); w == nil {
@@ -290,7 +296,27 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message: fmt.Sprintf("target_modules lists %s, but the adapter holds no weights for it", textfmt.Quote(t))})
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Finding) int { return strings.Compare(x.Key, y.Key) })
+	return out
+}
+
+// checkValues is check's part that needs loadValues: non-finite and
+// untrained pairs of the modules that fit.
+func (la *loraAdapter) checkValues() []Finding {
+	var out []Finding
+	for _, m := range la.modules {
+		if !m.fits {
+			continue
+		}
+		key := m.weight()
+		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
+			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
+				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
+		}
+		if allZero(m.bVals) {
+			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,
+				Message: "lora_B is all zero, as peft initializes it: the adapter's delta is zero (it never trained)"})
+		}
+	}
 	return out
 }
 

@@ -96,11 +96,12 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		k = DefaultLoRAProbes
 	}
 	la := readLoRA(adapterC)
-	if err := la.loadValues(d.Published.Checkpoint); err != nil {
-		return nil, err
-	}
+	// The adapter's values are needed only to judge: read them while the
+	// projections read the base and the merge.
+	loaded := make(chan error, 1)
+	go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
 	rep := &LoRAReport{Probes: k, Seed: LoRASeed, Targets: []LoRATarget{}}
-	rep.Findings = la.check(d.Published.Checkpoint)
+	rep.Findings = la.checkShapes(d.Published.Checkpoint)
 	bad := map[string]bool{}
 	for _, f := range rep.Findings {
 		if f.Severity == Error {
@@ -141,9 +142,25 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 	}
 	read, err := values.Project(ctx, rs.readers, projs, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead, Progress: opt.Progress})
 	rep.BytesRead = read
+	if lerr := <-loaded; err == nil {
+		err = lerr
+	}
 	if err != nil {
 		return nil, err
 	}
+	// An adapter whose values are not finite is not a target to judge (its
+	// finding says why): its tensor is held to the base, as before.
+	valueFindings := la.checkValues()
+	for _, f := range valueFindings {
+		if f.Severity == Error {
+			for _, c := range checks {
+				if c.key == f.Key {
+					c.module = nil
+				}
+			}
+		}
+	}
+	rep.Findings = sortedByKey(append(rep.Findings, valueFindings...))
 	for _, c := range checks {
 		if c.proj.NonFinite > 0 {
 			rep.Findings = append(rep.Findings, Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: c.key,
