@@ -51,7 +51,7 @@ type loraModule struct {
 	rank           uint64  // aShape's first dimension
 	want           uint64  // the rank the config says, 0 when it does not
 	alpha, scale   float64 // from the config and its patterns
-	aVals, bVals   []float64
+	aVals, bVals   []float32
 	fits           bool // checkShapes found the pair fits its base weight
 }
 
@@ -175,35 +175,56 @@ func patternValue[V any](patterns map[string]V, path string) (V, bool) {
 	return zero, false
 }
 
-// readFloats decodes a small adapter tensor to float64: its bytes are in
-// the file (the shard validated), and an adapter is r·(in+out) a target.
-func readFloats(s *Source) ([]float64, error) {
+// floatReader decodes small adapter tensors to float32, exact for the
+// BF16, F16 and F32 adapters are saved in (an F64 one rounds by 2^-24, which
+// the merge proof's floor allows for the products anyway, and an F64
+// value beyond float32's range counts as not finite); its buffers are
+// reused, so reading an adapter holds its values once, not thrice.
+type floatReader struct {
+	raw []byte
+	f64 []float64
+}
+
+// read decodes s: its bytes are in the file (the shard validated), and an
+// adapter is r·(in+out) a target.
+func (fr *floatReader) read(s *Source) ([]float32, error) {
 	t := s.Tensor
 	if !t.DType.IsFloat() || t.DType.Lanes() != 1 {
 		return nil, fmt.Errorf("%s: tensor %q: dtype %s is not a float", s.Shard.Path, t.Name, t.DType)
 	}
 	n, _ := t.NumElements()
-	b := make([]byte, t.DType.Bytes(n))
+	size := t.DType.Bytes(n)
+	if uint64(cap(fr.raw)) < size {
+		fr.raw = make([]byte, size)
+	}
+	if uint64(cap(fr.f64)) < n {
+		fr.f64 = make([]float64, n)
+	}
+	b, f := fr.raw[:size], fr.f64[:n]
 	if _, err := io.ReadFull(t.Open(), b); err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", s.Shard.Path, t.Name, err)
 	}
-	out := make([]float64, n)
-	quant.DecodeFloat64(t.DType, b, out)
+	quant.DecodeFloat64(t.DType, b, f)
+	out := make([]float32, n)
+	for i, v := range f {
+		out[i] = float32(v)
+	}
 	return out, nil
 }
 
 // loadValues reads every module's A and B, in peft's orientation (see
 // loraLayout.toPEFT; base is the model the adapter is checked against).
 func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
+	var fr floatReader
 	for _, m := range la.modules {
 		if m.a == nil || m.b == nil {
 			continue
 		}
 		var err error
-		if m.aVals, err = readFloats(m.a); err != nil {
+		if m.aVals, err = fr.read(m.a); err != nil {
 			return err
 		}
-		if m.bVals, err = readFloats(m.b); err != nil {
+		if m.bVals, err = fr.read(m.b); err != nil {
 			return err
 		}
 		if len(m.aShape) == 2 && len(m.bShape) == 2 {
@@ -320,7 +341,7 @@ func (la *loraAdapter) checkValues() []Finding {
 	return out
 }
 
-func nonFinite(v []float64) int {
+func nonFinite(v []float32) int {
 	n := 0
 	for _, x := range v {
 		if x-x != 0 {
@@ -330,7 +351,7 @@ func nonFinite(v []float64) int {
 	return n
 }
 
-func allZero(v []float64) bool {
+func allZero(v []float32) bool {
 	for _, x := range v {
 		if x != 0 {
 			return false

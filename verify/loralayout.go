@@ -164,8 +164,8 @@ func (l loraLayout) toPEFT(m *loraModule, base *checkpoint.Checkpoint) {
 
 // transpose returns the [cols, rows] transpose of a row-major [rows, cols]
 // matrix.
-func transpose(v []float64, rows, cols uint64) []float64 {
-	out := make([]float64, len(v))
+func transpose(v []float32, rows, cols uint64) []float32 {
+	out := make([]float32, len(v))
 	for i := range rows {
 		for j := range cols {
 			out[j*rows+i] = v[i*cols+j]
@@ -177,8 +177,8 @@ func transpose(v []float64, rows, cols uint64) []float64 {
 // permuteRotaryRows is _permute_lora_matrix: t.view(heads, hd/2, 2, r)
 // .transpose(1, 2).reshape(heads·hd, r), so row h·hd + 2c + k moves to
 // h·hd + k·hd/2 + c.
-func permuteRotaryRows(v []float64, heads, hd, r uint64) []float64 {
-	out := make([]float64, len(v))
+func permuteRotaryRows(v []float32, heads, hd, r uint64) []float32 {
+	out := make([]float32, len(v))
 	for h := range heads {
 		for c := range hd / 2 {
 			for k := range uint64(2) {

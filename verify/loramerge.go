@@ -228,7 +228,8 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		for i := range r {
 			var s, sa float64
 			row := m.aVals[uint64(i)*in : uint64(i+1)*in]
-			for j, a := range row {
+			for j, a32 := range row {
+				a := float64(a32)
 				s += a * x[j]
 				sa += math.Abs(a) * math.Abs(x[j])
 			}
@@ -237,7 +238,8 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		for o := range rows {
 			var s, sa float64
 			row := m.bVals[o*uint64(r) : (o+1)*uint64(r)]
-			for i, b := range row {
+			for i, b32 := range row {
+				b := float64(b32)
 				s += b * ax[i]
 				sa += math.Abs(b) * aax[i]
 			}

@@ -29,8 +29,8 @@ func (f *loraFixture) writeLayoutAdapter(t *testing.T, layout loraLayout, mlxSca
 	for _, m := range f.targets {
 		switch layout {
 		case layoutMLX:
-			enc(m+".lora_a", transpose32(f.a[m], loraR, loraH), loraH, loraR)
-			enc(m+".lora_b", transpose32(f.b[m], loraH, loraR), loraR, loraH)
+			enc(m+".lora_a", transpose(f.a[m], loraR, loraH), loraH, loraR)
+			enc(m+".lora_b", transpose(f.b[m], loraH, loraR), loraR, loraH)
 		case layoutTorchtune:
 			tune := "layers.0.attn." + m[strings.LastIndex(m, ".")+1:]
 			b := f.b[m]
@@ -56,16 +56,6 @@ func (f *loraFixture) writeLayoutAdapter(t *testing.T, layout loraLayout, mlxSca
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func transpose32(v []float32, rows, cols int) []float32 {
-	out := make([]float32, len(v))
-	for i := range rows {
-		for j := range cols {
-			out[j*rows+i] = v[i*cols+j]
-		}
-	}
-	return out
 }
 
 // unpermuteRows undoes permuteRotaryRows: Hugging Face's rows back to
