@@ -66,34 +66,43 @@ type loraPart struct {
 	layout     loraLayout
 }
 
+// A loraSuffix ends the name of one part of a pair.
+type loraSuffix struct {
+	suffix string
+	part   byte
+}
+
+var (
+	peftSuffixes      = []loraSuffix{{".lora_A.weight", 'A'}, {".lora_B.weight", 'B'}, {".lora_magnitude_vector", 'M'}}
+	torchtuneSuffixes = []loraSuffix{{".lora_a.weight", 'A'}, {".lora_b.weight", 'B'}, {".magnitude", 'M'}}
+	mlxSuffixes       = []loraSuffix{{".lora_a", 'A'}, {".lora_b", 'B'}}
+)
+
+// cut finds the suffix name ends in: the module path before it and the part.
+func cut(name string, suffixes []loraSuffix) (string, byte, bool) {
+	for _, s := range suffixes {
+		if path, ok := strings.CutSuffix(name, s.suffix); ok {
+			return path, s.part, true
+		}
+	}
+	return "", 0, false
+}
+
 // parseLoRAName reads an adapter tensor's name in any of the layouts.
 func parseLoRAName(name string) (loraPart, bool) {
 	p := loraPart{name: name}
 	if rest, ok := strings.CutPrefix(name, peftPrefix); ok {
-		for suffix, part := range map[string]byte{".lora_A.weight": 'A', ".lora_B.weight": 'B', ".lora_magnitude_vector": 'M'} {
-			if path, ok := strings.CutSuffix(rest, suffix); ok {
-				p.path, p.part, p.layout = path, part, layoutPEFT
-				return p, true
-			}
-		}
-		return p, false
+		p.path, p.part, ok = cut(rest, peftSuffixes)
+		return p, ok
 	}
-	for suffix, part := range map[string]byte{".lora_a.weight": 'A', ".lora_b.weight": 'B', ".magnitude": 'M'} {
-		if path, ok := strings.CutSuffix(name, suffix); ok {
-			if hf, ok := torchtuneToHF(path); ok {
-				p.path, p.part, p.layout = hf, part, layoutTorchtune
-				return p, true
-			}
-			return p, false
-		}
+	if path, part, ok := cut(name, torchtuneSuffixes); ok {
+		p.path, ok = torchtuneToHF(path)
+		p.part, p.layout = part, layoutTorchtune
+		return p, ok
 	}
-	for suffix, part := range map[string]byte{".lora_a": 'A', ".lora_b": 'B'} {
-		if path, ok := strings.CutSuffix(name, suffix); ok {
-			p.path, p.part, p.layout = path, part, layoutMLX
-			return p, true
-		}
-	}
-	return p, false
+	path, part, ok := cut(name, mlxSuffixes)
+	p.path, p.part, p.layout = path, part, layoutMLX
+	return p, ok
 }
 
 // torchtuneModules maps torchtune's module names in a decoder layer to
