@@ -26,6 +26,9 @@ type PEFTConfig struct {
 	// Trainer is "mlx-lm" for mlx-lm's own adapter_config.json (its
 	// lora_parameters key), "" for PEFT's.
 	Trainer string
+	// Scale is mlx-lm's lora_parameters.scale, the merge's scale as is
+	// (not alpha/r); 0 when absent.
+	Scale float64
 	// Alpha is lora_alpha (0 when absent: LoraConfig's default is 8); RSLoRA is use_rslora (the
 	// scale alpha/√r, not alpha/r); DoRA is use_dora.
 	Alpha        float64
@@ -73,6 +76,12 @@ func ParsePEFTConfig(b []byte) (*PEFTConfig, error) {
 		}
 		if json.Unmarshal(v, &lp) == nil && p.Rank == 0 {
 			p.Rank = lp.Rank
+		}
+		var sc struct {
+			Scale float64 `json:"scale"`
+		}
+		if json.Unmarshal(v, &sc) == nil { // apart from rank: one of the wrong type leaves the other
+			p.Scale = sc.Scale
 		}
 		if p.BaseModel == "" {
 			str("model", &p.BaseModel)

@@ -12,6 +12,9 @@ import (
 // each target's rank and scale. BaseModel is base_model_name_or_path as
 // the config gives it: reported, never fetched.
 type AdapterInspection struct {
+	// Layout is how the adapter names its pairs: "peft", "torchtune" or
+	// "mlx-lm" (see loraLayout).
+	Layout        string   `json:"layout"`
 	Config        string   `json:"config,omitempty"`
 	PEFTType      string   `json:"peft_type,omitempty"`
 	Trainer       string   `json:"trainer,omitempty"`
@@ -60,7 +63,7 @@ func inspectAdapter(c *checkpoint.Checkpoint) *AdapterInspection {
 	if c.PEFT == nil && len(la.modules) == 0 {
 		return nil
 	}
-	ai := &AdapterInspection{Targets: []AdapterTarget{}, Saved: []string{}, Alpha: Float(la.cfg.Alpha)}
+	ai := &AdapterInspection{Layout: la.layout.String(), Targets: []AdapterTarget{}, Saved: []string{}, Alpha: Float(la.cfg.Alpha)}
 	if cfg := c.PEFT; cfg != nil {
 		ai.Config, ai.PEFTType, ai.Trainer, ai.BaseModel = cfg.Path, cfg.PEFTType, cfg.Trainer, cfg.BaseModel
 		ai.Rank, ai.RSLoRA, ai.DoRA = cfg.Rank, cfg.RSLoRA, cfg.DoRA
@@ -81,8 +84,8 @@ func inspectAdapter(c *checkpoint.Checkpoint) *AdapterInspection {
 				t.Parameters += n
 			}
 		}
-		if m.a != nil && m.b != nil && len(m.a.Tensor.Shape) == 2 && len(m.b.Tensor.Shape) == 2 {
-			t.In, t.Out = m.a.Tensor.Shape[1], m.b.Tensor.Shape[0]
+		if m.a != nil && m.b != nil && len(m.aShape) == 2 && len(m.bShape) == 2 {
+			t.In, t.Out = m.aShape[1], m.bShape[0]
 		}
 		ai.Targets = append(ai.Targets, t)
 	}

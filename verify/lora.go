@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,6 +35,7 @@ const peftDefaultAlpha = 8
 type loraAdapter struct {
 	c       *checkpoint.Checkpoint
 	cfg     checkpoint.PEFTConfig
+	layout  loraLayout
 	modules []*loraModule // by path
 	saved   map[string]Source
 	sources map[string]Source // every readable tensor, by name
@@ -41,78 +43,111 @@ type loraAdapter struct {
 
 // A loraModule is one target: its low-rank pair and its scale.
 type loraModule struct {
-	path         string // the module in the base; its weight is path + ".weight"
-	a, b, mag    *Source
-	rank         uint64  // lora_A's first dimension
-	want         uint64  // the rank the config says, 0 when it does not
-	alpha, scale float64 // from the config and its patterns
-	aVals, bVals []float64
+	path      string // the module in the base (HF naming); its weight is path + ".weight"
+	a, b, mag *Source
+	// aShape and bShape are the pair as peft orients it, [r, in] and
+	// [out, r], whatever the layout stores.
+	aShape, bShape []uint64
+	rank           uint64  // aShape's first dimension
+	want           uint64  // the rank the config says, 0 when it does not
+	alpha, scale   float64 // from the config and its patterns
+	aVals, bVals   []float32
+	fits           bool // checkShapes found the pair fits its base weight
 }
 
 // weight is the base weight the module adapts.
 func (m *loraModule) weight() string { return m.path + ".weight" }
 
 // readLoRA reads an adapter's tensor names and config; values are read by
-// loadValues.
+// loadValues. An adapter folder holding two layouts (torchtune's
+// adapter_model.pt beside its PEFT adapter_model.safetensors) is read as
+// the first of PEFT, mlx-lm, torchtune it holds.
 func readLoRA(c *checkpoint.Checkpoint) *loraAdapter {
 	la := &loraAdapter{c: c, saved: map[string]Source{}, sources: map[string]Source{}}
 	if c.PEFT != nil {
 		la.cfg = *c.PEFT
 	}
 	srcs, _ := sources(c)
-	byPath := map[string]*loraModule{}
-	module := func(path string) *loraModule {
-		m := byPath[path]
-		if m == nil {
-			m = &loraModule{path: path}
-			byPath[path] = m
-		}
-		return m
-	}
+	var parts [3][]loraPart
 	for _, s := range srcs {
 		name := s.Tensor.Name
-		la.sources[name] = s
-		rest, ok := strings.CutPrefix(name, peftPrefix)
-		if !ok {
-			continue
+		if old, dup := la.sources[name]; dup && path.Base(old.Shard.Name) == mlxAdapterFile {
+			continue // mlx-lm's periodic NNNNNNN_adapters.safetensors repeat the final file's names
 		}
-		switch {
-		case strings.HasSuffix(rest, ".lora_A.weight"):
-			module(strings.TrimSuffix(rest, ".lora_A.weight")).a = &s
-		case strings.HasSuffix(rest, ".lora_B.weight"):
-			module(strings.TrimSuffix(rest, ".lora_B.weight")).b = &s
-		case strings.HasSuffix(rest, ".lora_magnitude_vector"):
-			module(strings.TrimSuffix(rest, ".lora_magnitude_vector")).mag = &s
-		case !strings.Contains(rest, "lora_"):
+		la.sources[name] = s
+		if p, ok := parseLoRAName(name); ok {
+			parts[p.layout] = append(parts[p.layout], p)
+		} else if rest, ok := strings.CutPrefix(name, peftPrefix); ok && !strings.Contains(rest, "lora_") {
 			la.saved[rest] = s
 		}
 	}
-	for _, m := range byPath {
-		if m.a != nil && len(m.a.Tensor.Shape) == 2 {
-			m.rank = m.a.Tensor.Shape[0]
+	for l := range parts {
+		if len(parts[l]) > 0 {
+			la.layout = loraLayout(l)
+			break
 		}
-		m.want, m.alpha = la.cfg.Rank, la.cfg.Alpha
-		if m.alpha == 0 {
-			m.alpha = peftDefaultAlpha
+	}
+	if la.layout != layoutPEFT {
+		la.saved = map[string]Source{} // modules_to_save copies are peft's
+	}
+	byPath := map[string]*loraModule{}
+	for _, p := range parts[la.layout] {
+		m := byPath[p.path]
+		if m == nil {
+			m = &loraModule{path: p.path}
+			byPath[p.path] = m
+			la.modules = append(la.modules, m)
 		}
-		if r, ok := patternValue(la.cfg.RankPattern, m.path); ok {
-			m.want = r
+		s := la.sources[p.name]
+		switch p.part {
+		case 'A':
+			m.a, m.aShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		case 'B':
+			m.b, m.bShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		default:
+			m.mag = &s
 		}
-		if a, ok := patternValue(la.cfg.AlphaPattern, m.path); ok {
-			m.alpha = a
-		}
-		r := float64(m.rank)
-		if m.want > 0 {
-			r = float64(m.want)
-		}
-		m.scale = m.alpha / r
-		if la.cfg.RSLoRA {
-			m.scale = m.alpha / math.Sqrt(r)
-		}
-		la.modules = append(la.modules, m)
+	}
+	for _, m := range la.modules {
+		la.scaleOf(m)
 	}
 	slices.SortFunc(la.modules, func(x, y *loraModule) int { return strings.Compare(x.path, y.path) })
 	return la
+}
+
+// scaleOf sets a module's rank, the rank and alpha the config says, and
+// its scale: peft's (and torchtune's, whose adapter_config.json is peft's)
+// alpha/r or alpha/√r, per module from the patterns; mlx-lm's
+// lora_parameters.scale as is.
+func (la *loraAdapter) scaleOf(m *loraModule) {
+	if len(m.aShape) == 2 {
+		m.rank = m.aShape[0]
+	}
+	m.want, m.alpha = la.cfg.Rank, la.cfg.Alpha
+	if la.layout == layoutMLX {
+		m.scale = la.cfg.Scale
+		if m.scale == 0 {
+			m.scale = mlxDefaultScale
+		}
+		return
+	}
+	if m.alpha == 0 {
+		m.alpha = peftDefaultAlpha
+	}
+	if r, ok := patternValue(la.cfg.RankPattern, m.path); ok {
+		m.want = r
+	}
+	if a, ok := patternValue(la.cfg.AlphaPattern, m.path); ok {
+		m.alpha = a
+	}
+	r := float64(m.rank)
+	if m.want > 0 {
+		r = float64(m.want)
+	}
+	m.scale = m.alpha / r
+	if la.cfg.RSLoRA {
+		m.scale = m.alpha / math.Sqrt(r)
+	}
 }
 
 // patternValue finds a module's entry in rank_pattern or alpha_pattern the
@@ -140,35 +175,60 @@ func patternValue[V any](patterns map[string]V, path string) (V, bool) {
 	return zero, false
 }
 
-// readFloats decodes a small adapter tensor to float64: its bytes are in
-// the file (the shard validated), and an adapter is r·(in+out) a target.
-func readFloats(s *Source) ([]float64, error) {
+// floatReader decodes small adapter tensors to float32, exact for the
+// BF16, F16 and F32 adapters are saved in (an F64 one rounds by 2^-24, which
+// the merge proof's floor allows for the products anyway, and an F64
+// value beyond float32's range counts as not finite); its buffers are
+// reused, so reading an adapter holds its values once, not thrice.
+type floatReader struct {
+	raw []byte
+	f64 []float64
+}
+
+// read decodes s: its bytes are in the file (the shard validated), and an
+// adapter is r·(in+out) a target.
+func (fr *floatReader) read(s *Source) ([]float32, error) {
 	t := s.Tensor
 	if !t.DType.IsFloat() || t.DType.Lanes() != 1 {
 		return nil, fmt.Errorf("%s: tensor %q: dtype %s is not a float", s.Shard.Path, t.Name, t.DType)
 	}
 	n, _ := t.NumElements()
-	b := make([]byte, t.DType.Bytes(n))
+	size := t.DType.Bytes(n)
+	if uint64(cap(fr.raw)) < size {
+		fr.raw = make([]byte, size)
+	}
+	if uint64(cap(fr.f64)) < n {
+		fr.f64 = make([]float64, n)
+	}
+	b, f := fr.raw[:size], fr.f64[:n]
 	if _, err := io.ReadFull(t.Open(), b); err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", s.Shard.Path, t.Name, err)
 	}
-	out := make([]float64, n)
-	quant.DecodeFloat64(t.DType, b, out)
+	quant.DecodeFloat64(t.DType, b, f)
+	out := make([]float32, n)
+	for i, v := range f {
+		out[i] = float32(v)
+	}
 	return out, nil
 }
 
-// loadValues reads every module's A and B.
-func (la *loraAdapter) loadValues() error {
+// loadValues reads every module's A and B, in peft's orientation (see
+// loraLayout.toPEFT; base is the model the adapter is checked against).
+func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
+	var fr floatReader
 	for _, m := range la.modules {
 		if m.a == nil || m.b == nil {
 			continue
 		}
 		var err error
-		if m.aVals, err = readFloats(m.a); err != nil {
+		if m.aVals, err = fr.read(m.a); err != nil {
 			return err
 		}
-		if m.bVals, err = readFloats(m.b); err != nil {
+		if m.bVals, err = fr.read(m.b); err != nil {
 			return err
+		}
+		if len(m.aShape) == 2 && len(m.bShape) == 2 {
+			la.layout.toPEFT(m, base)
 		}
 	}
 	return nil
@@ -182,13 +242,25 @@ func (la *loraAdapter) loadValues() error {
 // never the base's.
 func CheckAdapter(base, adapterC *checkpoint.Checkpoint) ([]Finding, error) {
 	la := readLoRA(adapterC)
-	if err := la.loadValues(); err != nil {
+	if err := la.loadValues(base); err != nil {
 		return nil, err
 	}
 	return la.check(base), nil
 }
 
 func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
+	return sortedByKey(append(la.checkShapes(base), la.checkValues()...))
+}
+
+func sortedByKey(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(x, y Finding) int { return strings.Compare(x.Key, y.Key) })
+	return fs
+}
+
+// checkShapes is check's part that needs no values: names, shapes, ranks
+// and the config's targets. It marks the modules that fit their base
+// weight for checkValues.
+func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 	var out []Finding
 	file := ""
 	if la.c.PEFT != nil {
@@ -211,11 +283,15 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message: fmt.Sprintf("the adapter targets %s, which the base does not have (no %s)", m.path, key)})
 			continue
 		}
-		as, bs := m.a.Tensor.Shape, m.b.Tensor.Shape
+		as, bs := m.aShape, m.bShape
 		if len(w.Shape) != 2 || len(as) != 2 || len(bs) != 2 || bs[1] != as[0] || as[1] != w.Shape[1] || bs[0] != w.Shape[0] {
+			want := "lora_A [r, in], lora_B [out, r]"
+			if la.layout == layoutMLX {
+				want = "lora_a [in, r], lora_b [r, out]"
+			}
 			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
-				Message: fmt.Sprintf("lora_A %s and lora_B %s do not fit the base weight %s (want lora_A [r, in], lora_B [out, r])",
-					safetensors.FormatShape(as), safetensors.FormatShape(bs), safetensors.FormatShape(w.Shape)),
+				Message: fmt.Sprintf("the %s pair %s and %s does not fit the base weight %s (want %s)", la.layout,
+					safetensors.FormatShape(m.a.Tensor.Shape), safetensors.FormatShape(m.b.Tensor.Shape), safetensors.FormatShape(w.Shape), want),
 				Published: safetensors.FormatShape(w.Shape)})
 			continue
 		}
@@ -224,14 +300,7 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message:  fmt.Sprintf("rank %d, but the config says %d (r or rank_pattern)", m.rank, m.want),
 				Expected: m.want, Got: m.rank})
 		}
-		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
-			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
-				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
-		}
-		if allZero(m.bVals) {
-			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,
-				Message: "lora_B is all zero, as peft initializes it: the adapter's delta is zero (it never trained)"})
-		}
+		m.fits = true
 	}
 	for name, s := range la.saved {
 		if w := base.Tensor(name); w == nil {
@@ -248,11 +317,31 @@ func (la *loraAdapter) check(base *checkpoint.Checkpoint) []Finding {
 				Message: fmt.Sprintf("target_modules lists %s, but the adapter holds no weights for it", textfmt.Quote(t))})
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Finding) int { return strings.Compare(x.Key, y.Key) })
 	return out
 }
 
-func nonFinite(v []float64) int {
+// checkValues is check's part that needs loadValues: non-finite and
+// untrained pairs of the modules that fit.
+func (la *loraAdapter) checkValues() []Finding {
+	var out []Finding
+	for _, m := range la.modules {
+		if !m.fits {
+			continue
+		}
+		key := m.weight()
+		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
+			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
+				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
+		}
+		if allZero(m.bVals) {
+			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,
+				Message: "lora_B is all zero, as peft initializes it: the adapter's delta is zero (it never trained)"})
+		}
+	}
+	return out
+}
+
+func nonFinite(v []float32) int {
 	n := 0
 	for _, x := range v {
 		if x-x != 0 {
@@ -262,7 +351,7 @@ func nonFinite(v []float64) int {
 	return n
 }
 
-func allZero(v []float64) bool {
+func allZero(v []float32) bool {
 	for _, x := range v {
 		if x != 0 {
 			return false

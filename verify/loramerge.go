@@ -82,6 +82,7 @@ type loraCheck struct {
 	saved  bool        // compared with the adapter's modules_to_save copy
 	proj   *values.Projection
 	mdtype safetensors.DType
+	mlx    bool // the scale is mlx-lm's, not alpha/r
 }
 
 // CompareLoRA checks that the exported side of d (the merged export) is
@@ -95,11 +96,12 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		k = DefaultLoRAProbes
 	}
 	la := readLoRA(adapterC)
-	if err := la.loadValues(); err != nil {
-		return nil, err
-	}
+	// The adapter's values are needed only to judge: read them while the
+	// projections read the base and the merge.
+	loaded := make(chan error, 1)
+	go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
 	rep := &LoRAReport{Probes: k, Seed: LoRASeed, Targets: []LoRATarget{}}
-	rep.Findings = la.check(d.Published.Checkpoint)
+	rep.Findings = la.checkShapes(d.Published.Checkpoint)
 	bad := map[string]bool{}
 	for _, f := range rep.Findings {
 		if f.Severity == Error {
@@ -125,7 +127,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		if base.unreadable() != "" || merged.unreadable() != "" {
 			continue
 		}
-		c := &loraCheck{key: p.Name, module: targets[p.Name], mdtype: e.DType}
+		c := &loraCheck{key: p.Name, module: targets[p.Name], mdtype: e.DType, mlx: la.layout == layoutMLX}
 		if s, ok := la.saved[p.Name]; ok && !bad[p.Name] && slices.Equal(s.Tensor.Shape, p.Shape) {
 			n := tensorBytes(adapter.Tensor{DType: s.Tensor.DType, Shape: s.Tensor.Shape})
 			base = operand{t: adapter.Tensor{Name: p.Name, DType: s.Tensor.DType, Shape: s.Tensor.Shape,
@@ -140,9 +142,25 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 	}
 	read, err := values.Project(ctx, rs.readers, projs, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead, Progress: opt.Progress})
 	rep.BytesRead = read
+	if lerr := <-loaded; err == nil {
+		err = lerr
+	}
 	if err != nil {
 		return nil, err
 	}
+	// An adapter whose values are not finite is not a target to judge (its
+	// finding says why): its tensor is held to the base, as before.
+	valueFindings := la.checkValues()
+	for _, f := range valueFindings {
+		if f.Severity == Error {
+			for _, c := range checks {
+				if c.key == f.Key {
+					c.module = nil
+				}
+			}
+		}
+	}
+	rep.Findings = sortedByKey(append(rep.Findings, valueFindings...))
 	for _, c := range checks {
 		if c.proj.NonFinite > 0 {
 			rep.Findings = append(rep.Findings, Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: c.key,
@@ -210,7 +228,8 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		for i := range r {
 			var s, sa float64
 			row := m.aVals[uint64(i)*in : uint64(i+1)*in]
-			for j, a := range row {
+			for j, a32 := range row {
+				a := float64(a32)
 				s += a * x[j]
 				sa += math.Abs(a) * math.Abs(x[j])
 			}
@@ -219,7 +238,8 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		for o := range rows {
 			var s, sa float64
 			row := m.bVals[o*uint64(r) : (o+1)*uint64(r)]
-			for i, b := range row {
+			for i, b32 := range row {
+				b := float64(b32)
 				s += b * ax[i]
 				sa += math.Abs(b) * aax[i]
 			}
@@ -276,8 +296,12 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		f.Message = fmt.Sprintf("neither the base nor base + %s·B·A: relative residual %s (floor %s)",
 			textfmt.Float(m.scale), textfmt.Float(float64(t.RelResidual)), textfmt.Float(float64(t.RelFloor)))
 		if ratio := dp / pp; c.fitsScale(ratio, pred, dfl) {
-			f.Message = fmt.Sprintf("merged with scale %s, not %s (%s× the expected; alpha %s, rank %d: alpha instead of alpha/r is %s×)",
-				textfmt.Float(ratio*m.scale), textfmt.Float(m.scale), textfmt.Float(ratio), textfmt.Float(m.alpha), m.rank, textfmt.Float(m.alpha/m.scale))
+			why := fmt.Sprintf("alpha %s, rank %d: alpha instead of alpha/r is %s×", textfmt.Float(m.alpha), m.rank, textfmt.Float(m.alpha/m.scale))
+			if c.mlx {
+				why = "mlx-lm's lora_parameters.scale, used as is"
+			}
+			f.Message = fmt.Sprintf("merged with scale %s, not %s (%s× the expected; %s)",
+				textfmt.Float(ratio*m.scale), textfmt.Float(m.scale), textfmt.Float(ratio), why)
 			f.Got = map[string]any{"scale": Float(ratio * m.scale)}
 			f.Expected = map[string]any{"scale": Float(m.scale)}
 		}

@@ -296,3 +296,28 @@ func TestCheckAdapter(t *testing.T) {
 		t.Errorf("findings %v", fs)
 	}
 }
+
+// TestCompareLoRANonFiniteAdapter: a target whose adapter values are not
+// finite is reported and not judged (its tensor is held to the base), the
+// other targets are.
+func TestCompareLoRANonFiniteAdapter(t *testing.T) {
+	const q = "model.layers.0.self_attn.q_proj.weight"
+	f := newLoRAFixture(7, false)
+	base, merged := openCk(t, f.write(t, t.TempDir(), f.base)), openCk(t, f.write(t, t.TempDir(), f.merged(true, f.scale, nil)))
+	f.a[f.targets[0]][5] = float32(math.NaN())
+	ad := openCk(t, f.writeAdapter(t, t.TempDir(), ""))
+	d, err := Diff(context.Background(), base, merged, DiffOptions{WeightsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.CompareLoRA(context.Background(), ad, LoRAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := codesByKey(rep.Findings)[q]; len(got) != 2 || got[0] != CodeNonFinite || got[1] != CodeLoRAMergeExtra || len(codesByKey(rep.Findings)) != 1 {
+		t.Fatalf("findings %v", rep.Findings)
+	}
+	if len(rep.Targets) != 1 || rep.Targets[0].Verdict != "merged" {
+		t.Fatalf("targets %+v", rep.Targets)
+	}
+}

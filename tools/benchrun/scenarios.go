@@ -198,6 +198,7 @@ func allScenarios(e env) []scenario {
 	all := append(scenarios(e), remoteScenarios(e.bin, e.self)...)
 	all = append(all, torchScenarios(e)...)
 	all = append(all, ggufScenarios(e)...)
+	all = append(all, loraScenarios(e)...)
 	return append(all, inferScenario(e))
 }
 

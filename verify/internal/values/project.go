@@ -1,10 +1,13 @@
 package values
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -36,6 +39,7 @@ type Projection struct {
 	pair               Pair // the blocking and jobs the scheduler reads
 	cols               uint64
 	absProbes          [][]float64
+	scaledAbs          [][]float64 // |x|·2^-8: ½ulp of a BF16 M is its power of two times 2^-8
 	differs, nonfinite atomic.Uint64
 }
 
@@ -118,10 +122,19 @@ func (p *Projection) prepare() error {
 		}
 	}
 	p.absProbes = make([][]float64, len(p.Probes))
+	if p.Merged.DType == safetensors.BF16 {
+		p.scaledAbs = make([][]float64, len(p.Probes))
+	}
 	for t, x := range p.Probes {
 		p.absProbes[t] = make([]float64, len(x))
 		for j, v := range x {
 			p.absProbes[t][j] = math.Abs(v)
+		}
+		if p.scaledAbs != nil {
+			p.scaledAbs[t] = make([]float64, len(x))
+			for j, v := range x {
+				p.scaledAbs[t][j] = math.Ldexp(math.Abs(v), -8) // exact: a power of two
+			}
 		}
 	}
 	k := uint64(len(p.Probes))
@@ -165,6 +178,14 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 		return
 	}
 	bd, md := p.Base.DType, p.Merged.DType
+	if len(p.Probes) == 0 && bd == md && bytes.Equal(bb, mb) {
+		// A tensor the merge must leave alone, left alone: nothing differs,
+		// and only the merged NaNs and Infs are left to count.
+		if nf, ok := countNonFinite(md, mb); ok {
+			p.nonfinite.Add(nf)
+			return
+		}
+	}
 	be, me := bd.Bits()/8, md.Bits()/8
 	s.base, s.merged = growFloats(s.base, cols), growFloats(s.merged, cols)
 	s.half = growFloats(s.half, cols)
@@ -181,7 +202,7 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 			if s.tail == nil {
 				s.tail = &projectScratch{}
 			}
-			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, bits, table, diff, floor, s.tail); ok {
+			if d, nf, ok := projectBF16x3(mrow, brow, p.Probes, p.absProbes, p.scaledAbs, bits, table, diff, floor, s.tail); ok {
 				differs, nonfinite = differs+d, nonfinite+nf
 				continue
 			}
@@ -243,4 +264,39 @@ func halfULPTable(d safetensors.DType) *[2048]float64 {
 	t[2047] = math.Inf(1)
 	halfULPTables.Store(d, t)
 	return t
+}
+
+// countNonFinite counts the NaNs and Infs among little-endian BF16, F16
+// or F32 values, several a word: an exponent field e of all ones is the
+// one for which e + 1 carries into the bit above the field. ok is false
+// for other dtypes.
+func countNonFinite(d safetensors.DType, b []byte) (n uint64, ok bool) {
+	var field, one, top uint64
+	width := 2
+	switch d {
+	case safetensors.BF16:
+		field, one = 0x7f80_7f80_7f80_7f80, 0x0080_0080_0080_0080
+	case safetensors.F16:
+		field, one = 0x7c00_7c00_7c00_7c00, 0x0400_0400_0400_0400
+	case safetensors.F32:
+		field, one, width = 0x7f80_0000_7f80_0000, 0x0080_0000_0080_0000, 4
+	default:
+		return 0, false
+	}
+	top = 0x8000_8000_8000_8000
+	if width == 4 {
+		top = 0x8000_0000_8000_0000
+	}
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		n += uint64(bits.OnesCount64((w&field + one) & top))
+	}
+	if i < len(b) {
+		var tail [8]byte
+		copy(tail[:], b[i:]) // zeros are finite
+		w := binary.LittleEndian.Uint64(tail[:])
+		n += uint64(bits.OnesCount64((w&field + one) & top))
+	}
+	return n, true
 }

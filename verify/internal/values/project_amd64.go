@@ -113,7 +113,7 @@ func dot6AVX2(a, h, x0, x1, x2, ax0, ax1, ax2 *float64, n int, out *[6]float64)
 // single AVX2 pass over its bytes (deltaBF16 and dot2s fused); ok is false
 // where it does not apply (then nothing is written). tail is scratch for
 // the last cols mod 4 elements.
-func projectBF16x3(mb, bb []byte, probes, absProbes [][]float64, h halfULPBits, table *[2048]float64,
+func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h halfULPBits, table *[2048]float64,
 	diff, floor []float64, tail *projectScratch) (differs, nonfinite uint64, ok bool) {
 	n := len(probes[0])
 	v := n &^ 3
@@ -125,10 +125,26 @@ func projectBF16x3(mb, bb []byte, probes, absProbes [][]float64, h halfULPBits, 
 		_, _ = x[i][n-1], ax[i][n-1] // the loop reads n of each
 	}
 	var out [6]float64
-	var counts [8]uint64
-	projBF16x3AVX2(&mb[0], &bb[0], &x[0][0], &x[1][0], &x[2][0], &ax[0][0], &ax[1][0], &ax[2][0], v, h.minField, h.precision, &out, &counts)
-	for i := range 4 {
-		differs, nonfinite = differs+counts[i], nonfinite+counts[4+i]
+	fused := false
+	if v8 := n &^ 7; useFMA && v8 > 0 && len(scaledAbs) >= 3 {
+		sx := scaledAbs[:3]
+		for i := range 3 {
+			_ = sx[i][n-1]
+		}
+		var counts [4]uint64
+		projBF16x3FMA(&mb[0], &bb[0], &x[0][0], &x[1][0], &x[2][0], &sx[0][0], &sx[1][0], &sx[2][0], v8, &out, &counts)
+		// A NaN or Inf makes an output non-finite: then the exact loop
+		// below counts and excludes them.
+		if fused = allFinite(out[:]); fused {
+			v, differs = v8, counts[0]+counts[1]+counts[2]+counts[3]
+		}
+	}
+	if !fused {
+		var counts [8]uint64
+		projBF16x3AVX2(&mb[0], &bb[0], &x[0][0], &x[1][0], &x[2][0], &ax[0][0], &ax[1][0], &ax[2][0], v, h.minField, h.precision, &out, &counts)
+		for i := range 4 {
+			differs, nonfinite = differs+counts[i], nonfinite+counts[4+i]
+		}
 	}
 	for i := range 3 {
 		diff[i], floor[i] = out[i], out[3+i]
@@ -152,3 +168,28 @@ func projectBF16x3(mb, bb []byte, probes, absProbes [][]float64, h halfULPBits, 
 //
 //go:noescape
 func projBF16x3AVX2(merged, base *byte, x0, x1, x2, ax0, ax1, ax2 *float64, n int, minField, precision uint64, out *[6]float64, counts *[8]uint64)
+
+// useFMA turns on projBF16x3FMA: AVX2 and FMA3 (CPUID.1:ECX bit 12).
+var useFMA = cpuAVX2 && hasFMA()
+
+func hasFMA() bool {
+	_, _, c, _ := cpuid(1, 0)
+	return c&(1<<12) != 0
+}
+
+func allFinite(v []float64) bool {
+	for _, x := range v {
+		if x-x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// projBF16x3FMA is projectBF16x3's loop over n elements, a multiple of 8,
+// not 0, for rows with no NaN or Inf (else some output is not finite): out
+// holds the three Σ (M−B)·x, then the three Σ ½ulp(M)·|x|, from sx =
+// |x|·2^-8; differs the per-lane counts of differing elements.
+//
+//go:noescape
+func projBF16x3FMA(merged, base *byte, x0, x1, x2, sx0, sx1, sx2 *float64, n int, out *[6]float64, differs *[4]uint64)

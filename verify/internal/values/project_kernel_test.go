@@ -191,7 +191,7 @@ func TestProjectBF16x3MatchesPortable(t *testing.T) {
 		quant.DecodeFloat64(safetensors.BF16, bb, base)
 		wd, wnf := deltaRow(merged, base, half, bits, table, true)
 		diff, floor := make([]float64, 3), make([]float64, 3)
-		d, nf, ok := projectBF16x3(mb, bb, probes, abs, bits, table, diff, floor, &projectScratch{})
+		d, nf, ok := projectBF16x3(mb, bb, probes, abs, nil, bits, table, diff, floor, &projectScratch{})
 		if !ok {
 			continue // no AVX2, or purego
 		}
@@ -207,5 +207,101 @@ func TestProjectBF16x3MatchesPortable(t *testing.T) {
 				t.Errorf("n=%d probe %d: %v, %v; portable %v, %v", n, q, diff[q], floor[q], ws, wf)
 			}
 		}
+	}
+}
+
+// TestProjectBF16x3FusedMatchesPortable checks the FMA loop (rows with no
+// NaN or Inf, and rows where one makes it hand over to the exact loop)
+// against deltaRow and dot2Go, subnormals, zeros and equal elements
+// included.
+func TestProjectBF16x3FusedMatchesPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	bits, _ := newHalfULPBits(safetensors.BF16)
+	table := halfULPTable(safetensors.BF16)
+	finite := func() uint16 {
+		for {
+			if v := uint16(rng.Uint32()); v&0x7f80 != 0x7f80 {
+				if rng.IntN(8) == 0 {
+					v &= 0x807f // a subnormal or a zero
+				}
+				return v
+			}
+		}
+	}
+	for _, special := range []uint16{0, 0x7fc0, 0x7f80, 0xff80} {
+		for _, n := range []int{8, 9, 15, 64, 1027, 1031} {
+			mb, bb := make([]byte, 2*n), make([]byte, 2*n)
+			for i := range n {
+				m, b := finite(), finite()
+				if i%3 == 0 {
+					b = m
+				}
+				mb[2*i], mb[2*i+1], bb[2*i], bb[2*i+1] = byte(m), byte(m>>8), byte(b), byte(b>>8)
+			}
+			if special != 0 {
+				i := rng.IntN(n)
+				mb[2*i], mb[2*i+1] = byte(special), byte(special>>8)
+			}
+			probes, abs, scaled := make([][]float64, 3), make([][]float64, 3), make([][]float64, 3)
+			for q := range 3 {
+				probes[q], abs[q], scaled[q] = make([]float64, n), make([]float64, n), make([]float64, n)
+				for i := range n {
+					probes[q][i] = rng.NormFloat64()
+					abs[q][i] = math.Abs(probes[q][i])
+					scaled[q][i] = math.Ldexp(abs[q][i], -8)
+				}
+			}
+			merged, base, half := make([]float64, n), make([]float64, n), make([]float64, n)
+			quant.DecodeFloat64(safetensors.BF16, mb, merged)
+			quant.DecodeFloat64(safetensors.BF16, bb, base)
+			wd, wnf := deltaRow(merged, base, half, bits, table, true)
+			diff, floor := make([]float64, 3), make([]float64, 3)
+			d, nf, ok := projectBF16x3(mb, bb, probes, abs, scaled, bits, table, diff, floor, &projectScratch{})
+			if !ok {
+				continue // no AVX2, or purego
+			}
+			if d != wd || nf != wnf {
+				t.Errorf("special %#x n=%d: counts %d, %d; want %d, %d", special, n, d, nf, wd, wnf)
+			}
+			for q := range 3 {
+				ws, wf := dot2Go(base, probes[q], half, abs[q])
+				var mag float64
+				for i := range n {
+					mag += math.Abs(base[i] * probes[q][i])
+				}
+				if math.Abs(diff[q]-ws) > 1e-12*(1+mag) || math.Abs(floor[q]-wf) > 1e-12*(1+wf) {
+					t.Errorf("special %#x n=%d probe %d: %v, %v; portable %v, %v", special, n, q, diff[q], floor[q], ws, wf)
+				}
+			}
+		}
+	}
+}
+
+// TestCountNonFinite checks the word-at-a-time count against decoding,
+// on random bit patterns of every length around a word.
+func TestCountNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, d := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32} {
+		w := d.Bits() / 8
+		for _, n := range []int{0, 1, 3, 4, 5, 9, 1001} {
+			b := make([]byte, n*w)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			vals := make([]float64, n)
+			quant.DecodeFloat64(d, b, vals)
+			want := uint64(0)
+			for _, v := range vals {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					want++
+				}
+			}
+			if got, ok := countNonFinite(d, b); !ok || got != want {
+				t.Errorf("%s n=%d: %d, %v; want %d", d, n, got, ok, want)
+			}
+		}
+	}
+	if _, ok := countNonFinite(safetensors.F64, nil); ok {
+		t.Error("F64: ok")
 	}
 }

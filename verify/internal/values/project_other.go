@@ -18,7 +18,7 @@ func dot2s(a, h []float64, probes, absProbes [][]float64, diff, floor []float64)
 	}
 }
 
-func projectBF16x3(mb, bb []byte, probes, absProbes [][]float64, h halfULPBits, table *[2048]float64,
+func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h halfULPBits, table *[2048]float64,
 	diff, floor []float64, tail *projectScratch) (differs, nonfinite uint64, ok bool) {
 	return 0, 0, false
 }
