@@ -195,7 +195,8 @@ func scenarios(e env) []scenario {
 
 // allScenarios are the scenarios of this file and the remote ones.
 func allScenarios(e env) []scenario {
-	return append(scenarios(e), remoteScenarios(e.bin, e.self)...)
+	all := append(scenarios(e), remoteScenarios(e.bin, e.self)...)
+	return append(all, quantScenarios(e)...)
 }
 
 type valueFile struct {
