@@ -1,0 +1,116 @@
+package values
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// measureReference is the step measure by its definition, in float64, one
+// element at a time.
+func measureReference(pv, ev []float32, steps [2][]float32, start uint64) stepPartial {
+	var sp stepPartial
+	for i := range pv {
+		half := 0.0
+		for _, s := range steps {
+			if s != nil {
+				half += float64(s[i]) / 2
+			}
+		}
+		a, b := float64(pv[i]), float64(ev[i])
+		if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			continue
+		}
+		sp.sumP2 += a * a
+		dlt := math.Abs(b - a)
+		if dlt > (1+StepMargin)*half {
+			sp.outside++
+		}
+		r := dlt / half
+		if dlt == 0 {
+			r = 0
+		}
+		if !sp.hasMax || r > sp.maxRatio {
+			sp.maxRatio, sp.maxIdx, sp.hasMax = r, start+uint64(i), true
+		}
+	}
+	return sp
+}
+
+// TestMeasureSteps checks the step loops against measureReference on
+// values near their steps, with zero steps, equal values, NaNs and
+// infinities, on one side's steps and on both.
+func TestMeasureSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 1 + rng.IntN(300)
+		pv, ev := make([]float32, n), make([]float32, n)
+		steps := [2][]float32{make([]float32, n), make([]float32, n)}
+		for i := range n {
+			pv[i] = float32(rng.NormFloat64())
+			s := float32(math.Ldexp(1, -rng.IntN(8)))
+			steps[0][i], steps[1][i] = s, s/2
+			ev[i] = pv[i] + s*float32(rng.Float64()-0.5)*1.2
+			switch rng.IntN(40) {
+			case 0:
+				steps[0][i], steps[1][i] = 0, 0
+			case 1:
+				ev[i] = pv[i]
+			case 2:
+				ev[i] = float32(math.NaN())
+			case 3:
+				pv[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+			case 4:
+				steps[0][i], steps[1][i] = 0, 0
+				ev[i] = pv[i]
+			}
+		}
+		if trial%7 == 0 { // no finite pair
+			for i := range ev {
+				ev[i] = float32(math.NaN())
+			}
+		}
+		start := uint64(rng.IntN(1000))
+		for _, c := range []struct {
+			name  string
+			steps [2][]float32
+		}{{"published", [2][]float32{steps[0], nil}}, {"exported", [2][]float32{nil, steps[0]}}, {"both", steps}} {
+			want := measureReference(pv, ev, c.steps, start)
+			var got stepPartial
+			switch {
+			case c.steps[1] == nil:
+				measureOneSide(&got, pv, ev, c.steps[0], start)
+			case c.steps[0] == nil:
+				measureOneSide(&got, pv, ev, c.steps[1], start)
+			default:
+				measureBothSides(&got, pv, ev, c.steps[0], c.steps[1], start)
+			}
+			close := math.Abs(got.sumP2-want.sumP2) <= 1e-12*want.sumP2
+			got.sumP2, want.sumP2 = 0, 0
+			if got != want || !close {
+				t.Fatalf("trial %d, %s steps: got %+v, want %+v", trial, c.name, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkMeasureSteps(b *testing.B) {
+	const n = 1 << 16
+	pv, ev, steps := make([]float32, n), make([]float32, n), make([]float32, n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range pv {
+		pv[i] = float32(rng.NormFloat64())
+		steps[i] = 1.0 / 64
+		ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	for b.Loop() {
+		var sp stepPartial
+		measureOneSide(&sp, pv, ev, steps, 0)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/elem")
+	b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N)/n, "cpu-ns/elem")
+}
