@@ -201,6 +201,16 @@ func (o *Operand) blockBytes(b blocking) uint64 {
 type decoder struct {
 	values [2][]float32
 	parts  [2][][]byte
+	// steps are a side's steps when its codec decoded them with its
+	// values (a StepDecoder), valid when hasSteps says so.
+	steps    [2][]float32
+	hasSteps [2]bool
+}
+
+// A StepDecoder is a Stepper that decodes values and their steps in one
+// pass: what Decode and Steps write, at once.
+type StepDecoder interface {
+	DecodeSteps(d quant.Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error
 }
 
 // decode turns the codec sides of a filled block into the bytes of the F32
@@ -224,7 +234,17 @@ func (dc *decoder) decode(j *job, pb, eb []byte) ([]byte, []byte, error) {
 			dc.values[side] = make([]float32, j.n)
 		}
 		vals := dc.values[side][:j.n]
-		if err := o.Codec.Decode(d, r0, r1, parts, vals); err != nil {
+		var err error
+		sd, fused := o.Codec.(StepDecoder)
+		if dc.hasSteps[side] = fused && o.Steps == nil && j.pair.stepper[side] != nil; dc.hasSteps[side] {
+			if uint64(cap(dc.steps[side])) < j.n {
+				dc.steps[side] = make([]float32, j.n)
+			}
+			err = sd.DecodeSteps(d, r0, r1, parts, vals, dc.steps[side][:j.n])
+		} else {
+			err = o.Codec.Decode(d, r0, r1, parts, vals)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("decoding rows [%d, %d) of matrix %d: %w", r0, r1, j.start/mat, err)
 		}
 		out[side] = f32Bytes(vals)

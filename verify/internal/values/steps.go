@@ -109,7 +109,9 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 			sb.vals[side], sb.steps[side] = make([]float32, n), make([]float32, n)
 		}
 		st := p.stepper[side]
-		if st != nil {
+		if st != nil && dc.hasSteps[side] {
+			steps[side] = dc.steps[side][:n]
+		} else if st != nil {
 			steps[side] = sb.steps[side][:n]
 			d, _ := matrixDims(o.Shape)
 			mat := d.Rows * d.Cols
@@ -117,7 +119,6 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 			if err := st.Steps(d, r0, r0+j.n/d.Cols, dc.parts[side], steps[side]); err != nil {
 				return sp, fmt.Errorf("steps of rows [%d, %d) of matrix %d: %w", r0, r0+j.n/d.Cols, j.start/mat, err)
 			}
-			sp.sumStep2 += sumSquares(steps[side])
 		}
 		switch kd := o.kernelDType(); {
 		case o.Codec != nil:
@@ -126,6 +127,7 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 			vals[side] = sb.vals[side][:n]
 			decodeFloat32(kd, raw[side], vals[side])
 		default:
+			sp.sumStep2 = sumSquares(steps[0]) + sumSquares(steps[1])
 			return sb.measureWide(j, raw, steps, sp), nil
 		}
 	}
@@ -135,6 +137,7 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 	case steps[1] == nil:
 		measureOneSide(&sp, vals[0], vals[1], steps[0], j.start)
 	default:
+		sp.sumStep2 = sumSquares(steps[0]) + sumSquares(steps[1])
 		measureBothSides(&sp, vals[0], vals[1], steps[0], steps[1], j.start)
 	}
 	return sp, nil
@@ -195,17 +198,18 @@ const maxSkip = 1 - 1.0/(1<<40)
 
 func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
 	ev, steps = ev[:len(pv)], steps[:len(pv)]
-	var p2 [2]float64
+	var p2, s2 [2]float64
 	best := -1.0 // no finite pair yet
 	for i, a := range pv {
-		b := ev[i]
+		b, s := ev[i], float64(steps[i])
+		s2[i&1] += s * s
 		if a-a != 0 || b-b != 0 { // NaN or ±Inf
 			continue
 		}
 		fa := float64(a)
 		p2[i&1] += fa * fa
 		dlt := math.Abs(float64(b) - fa)
-		half := float64(steps[i]) / 2
+		half := s / 2
 		if dlt > (1+StepMargin)*half {
 			sp.outside++
 		}
@@ -221,6 +225,7 @@ func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
 		}
 	}
 	sp.sumP2 += p2[0] + p2[1]
+	sp.sumStep2 += s2[0] + s2[1]
 	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
 }
 

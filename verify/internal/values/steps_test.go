@@ -16,6 +16,7 @@ func measureReference(pv, ev []float32, steps [2][]float32, start uint64) stepPa
 		for _, s := range steps {
 			if s != nil {
 				half += float64(s[i]) / 2
+				sp.sumStep2 += float64(s[i]) * float64(s[i])
 			}
 		}
 		a, b := float64(pv[i]), float64(ev[i])
@@ -84,10 +85,11 @@ func TestMeasureSteps(t *testing.T) {
 			case c.steps[0] == nil:
 				measureOneSide(&got, pv, ev, c.steps[1], start)
 			default:
+				got.sumStep2 = sumSquares(c.steps[0]) + sumSquares(c.steps[1])
 				measureBothSides(&got, pv, ev, c.steps[0], c.steps[1], start)
 			}
-			close := math.Abs(got.sumP2-want.sumP2) <= 1e-12*want.sumP2
-			got.sumP2, want.sumP2 = 0, 0
+			close := math.Abs(got.sumP2-want.sumP2) <= 1e-12*want.sumP2 && math.Abs(got.sumStep2-want.sumStep2) <= 1e-12*want.sumStep2
+			got.sumP2, want.sumP2, got.sumStep2, want.sumStep2 = 0, 0, 0, 0
 			if got != want || !close {
 				t.Fatalf("trial %d, %s steps: got %+v, want %+v", trial, c.name, got, want)
 			}
