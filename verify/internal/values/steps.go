@@ -103,15 +103,18 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 	n := int(j.n)
 	var sp stepPartial
 	raw := [2][]byte{pb, eb}
+	sides := [2]*Operand{&p.Published, &p.Exported}
 	var vals, steps [2][]float32
-	for side, o := range [2]*Operand{&p.Published, &p.Exported} {
+	for side, o := range sides {
 		if cap(sb.vals[side]) < n {
 			sb.vals[side], sb.steps[side] = make([]float32, n), make([]float32, n)
 		}
 		st := p.stepper[side]
-		if st != nil && dc.hasSteps[side] {
+		switch {
+		case st == nil:
+		case dc.hasSteps[side]:
 			steps[side] = dc.steps[side][:n]
-		} else if st != nil {
+		default:
 			steps[side] = sb.steps[side][:n]
 			d, _ := matrixDims(o.Shape)
 			mat := d.Rows * d.Cols
@@ -120,6 +123,18 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 				return sp, fmt.Errorf("steps of rows [%d, %d) of matrix %d: %w", r0, r0+j.n/d.Cols, j.start/mat, err)
 			}
 		}
+	}
+	pd, ed := p.Published.kernelDType(), p.Exported.kernelDType()
+	if one := steps[0]; (one == nil) != (steps[1] == nil) {
+		if one == nil {
+			one = steps[1]
+		}
+		if loop := vectorStepLoop(pd, ed); loop != nil {
+			measureVector(&sp, loop, pd, pb, ed, eb, one, j.start)
+			return sp, nil
+		}
+	}
+	for side, o := range sides {
 		switch kd := o.kernelDType(); {
 		case o.Codec != nil:
 			vals[side] = dc.values[side][:n]
@@ -198,16 +213,16 @@ const maxSkip = 1 - 1.0/(1<<40)
 
 func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
 	ev, steps = ev[:len(pv)], steps[:len(pv)]
-	var p2, s2 [2]float64
-	best := -1.0 // no finite pair yet
+	var p2, s2 [lanes]float64 // by lane, as measureVector adds them
+	best := -1.0              // no finite pair yet
 	for i, a := range pv {
 		b, s := ev[i], float64(steps[i])
-		s2[i&1] += s * s
+		s2[i&3] += s * s
 		if a-a != 0 || b-b != 0 { // NaN or ±Inf
 			continue
 		}
 		fa := float64(a)
-		p2[i&1] += fa * fa
+		p2[i&3] += fa * fa
 		dlt := math.Abs(float64(b) - fa)
 		half := s / 2
 		if dlt > (1+StepMargin)*half {
@@ -224,8 +239,8 @@ func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
 			best, sp.maxIdx = r, start+uint64(i)
 		}
 	}
-	sp.sumP2 += p2[0] + p2[1]
-	sp.sumStep2 += s2[0] + s2[1]
+	sp.sumP2 += (p2[0] + p2[1]) + (p2[2] + p2[3])
+	sp.sumStep2 += (s2[0] + s2[1]) + (s2[2] + s2[3])
 	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
 }
 

@@ -1,10 +1,13 @@
 package values
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // measureReference is the step measure by its definition, in float64, one
@@ -97,6 +100,9 @@ func TestMeasureSteps(t *testing.T) {
 	}
 }
 
+// BenchmarkMeasureSteps times the step loops on a BF16 published side
+// against F32 decoded values: the portable loop (values decoded to float32
+// first) and the vector loop over the bytes.
 func BenchmarkMeasureSteps(b *testing.B) {
 	const n = 1 << 16
 	pv, ev, steps := make([]float32, n), make([]float32, n), make([]float32, n)
@@ -106,13 +112,103 @@ func BenchmarkMeasureSteps(b *testing.B) {
 		steps[i] = 1.0 / 64
 		ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cpu0 := threadCPU()
-	for b.Loop() {
-		var sp stepPartial
-		measureOneSide(&sp, pv, ev, steps, 0)
+	pb, eb := encodeAs(safetensors.BF16, pv), encodeAs(safetensors.F32, ev)
+	run := func(b *testing.B, f func()) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu0 := threadCPU()
+		for b.Loop() {
+			f()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/elem")
+		b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N)/n, "cpu-ns/elem")
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/elem")
-	b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N)/n, "cpu-ns/elem")
+	b.Run("portable", func(b *testing.B) {
+		run(b, func() {
+			var sp stepPartial
+			decodeFloat32(safetensors.BF16, pb, pv)
+			measureOneSide(&sp, pv, ev, steps, 0)
+		})
+	})
+	if loop := vectorStepLoop(safetensors.BF16, safetensors.F32); loop != nil {
+		b.Run("vector", func(b *testing.B) {
+			run(b, func() {
+				var sp stepPartial
+				measureVector(&sp, loop, safetensors.BF16, pb, safetensors.F32, eb, steps, 0)
+			})
+		})
+	}
+}
+
+// TestMeasureVector checks the vector step loops against measureOneSide
+// (the portable loop): the same numbers, bit for bit, on BF16 and F32
+// sides, lengths that are not whole chunks or groups of four, with zero
+// steps, NaNs and infinities.
+func TestMeasureVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pairs := [][2]safetensors.DType{{safetensors.F32, safetensors.F32}, {safetensors.BF16, safetensors.F32}, {safetensors.F32, safetensors.BF16}}
+	tested := false
+	for _, pe := range pairs {
+		loop := vectorStepLoop(pe[0], pe[1])
+		if loop == nil {
+			continue
+		}
+		tested = true
+		for trial := range 60 {
+			n := 1 + rng.IntN(3*stepChunk)
+			pv, ev, steps := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range n {
+				pv[i] = float32(rng.NormFloat64())
+				steps[i] = float32(math.Ldexp(1, -rng.IntN(8)))
+				ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)*1.2
+				switch rng.IntN(50) {
+				case 0:
+					steps[i] = 0
+				case 1:
+					ev[i] = pv[i]
+				case 2:
+					ev[i] = float32(math.NaN())
+				case 3:
+					pv[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+				case 4:
+					steps[i], ev[i] = 0, pv[i]
+				}
+			}
+			if trial%9 == 0 {
+				for i := range ev {
+					ev[i] = float32(math.NaN())
+				}
+			}
+			pb, eb := encodeAs(pe[0], pv), encodeAs(pe[1], ev)
+			// The values as the portable loop reads them.
+			decodeFloat32(pe[0], pb, pv)
+			decodeFloat32(pe[1], eb, ev)
+			start := uint64(rng.IntN(100))
+			var want, got stepPartial
+			measureOneSide(&want, pv, ev, steps, start)
+			measureVector(&got, loop, pe[0], pb, pe[1], eb, steps, start)
+			if got != want {
+				t.Fatalf("%s-%s, trial %d (%d elements): vector %+v, portable %+v", pe[0], pe[1], trial, n, got, want)
+			}
+		}
+	}
+	if !tested {
+		t.Skip("no vector step loop on this CPU")
+	}
+}
+
+// encodeAs is vs as BF16 (truncated) or F32 bytes.
+func encodeAs(d safetensors.DType, vs []float32) []byte {
+	if d == safetensors.BF16 {
+		b := make([]byte, 2*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(v)>>16))
+		}
+		return b
+	}
+	b := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
 }
