@@ -169,13 +169,7 @@ func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, vals, steps []float
 			for gi := range g.groups {
 				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
 				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
-					w := word(qw, k*nr+o)
-					if vals != nil {
-						unpackWord(vals[row+k*c.pack:], w, c.bits, c.pack, &luts.vals)
-					}
-					if steps != nil {
-						unpackWord(steps[row+k*c.pack:], w, c.bits, c.pack, &luts.steps)
-					}
+					luts.unpack(vals, steps, row+k*c.pack, word(qw, k*nr+o), c.bits, c.pack)
 				}
 			}
 			continue

@@ -110,6 +110,33 @@ func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, val
 	}
 }
 
+// unpack writes the codes of w through the tables into vals and steps at
+// i, each unless nil: 4-bit words, the common case, inline.
+func (l *affineLUTs) unpack(vals, steps []float32, i uint64, w uint32, bits, pack uint64) {
+	if bits != 4 {
+		if vals != nil {
+			unpackWord(vals[i:], w, bits, pack, &l.vals)
+		}
+		if steps != nil {
+			unpackWord(steps[i:], w, bits, pack, &l.steps)
+		}
+		return
+	}
+	q := [8]uint32{w & 0xF, w >> 4 & 0xF, w >> 8 & 0xF, w >> 12 & 0xF, w >> 16 & 0xF, w >> 20 & 0xF, w >> 24 & 0xF, w >> 28}
+	if vals != nil {
+		v := vals[i : i+8 : i+8]
+		for j, c := range q {
+			v[j] = l.vals[c]
+		}
+	}
+	if steps != nil {
+		s := steps[i : i+8 : i+8]
+		for j, c := range q {
+			s[j] = l.steps[c&0xF]
+		}
+	}
+}
+
 // checkOutputs is checkParts for a decode into values, steps or both (nil
 // for one not wanted).
 func checkOutputs(c Codec, spans []Span, parts [][]byte, vals, steps []float32, n uint64) error {

@@ -10,9 +10,9 @@ import (
 
 // The step loop over the bytes the kernels see, four elements at a time:
 // the AVX2 loops of steps_amd64.s where the CPU has them. A chunk's
-// loop keeps each lane's largest ratio; the chunk is scanned again, one
-// element at a time, only when that beats the largest so far, to find
-// where it is. Sums go to lane i mod 4 in element order, as
+// loop keeps each lane's largest ratio, from the largest so far; the chunk
+// is scanned again, one element at a time, only when one beats it, to
+// find where it is. Sums go to lane i mod 4 in element order, as
 // measureOneSide's do, so both give the same numbers.
 
 // stepChunk is how many elements one call of a vector loop measures.
@@ -64,7 +64,10 @@ func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byt
 	for c0 := 0; c0 < n; c0 += stepChunk {
 		c1 := min(c0+stepChunk, n)
 		m := (c1 - c0) &^ 3
-		st.rmax, st.fin = [lanes]float64{}, [lanes]uint64{}
+		// Lanes start at the largest ratio so far: only an element that
+		// beats it divides.
+		r0 := max(best, 0)
+		st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
 		if m > 0 {
 			loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, &st)
 		}
