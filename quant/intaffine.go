@@ -122,18 +122,11 @@ func (l *affineLUTs) unpack(vals, steps []float32, i uint64, w uint32, bits, pac
 		}
 		return
 	}
-	q := [8]uint32{w & 0xF, w >> 4 & 0xF, w >> 8 & 0xF, w >> 12 & 0xF, w >> 16 & 0xF, w >> 20 & 0xF, w >> 24 & 0xF, w >> 28}
 	if vals != nil {
-		v := vals[i : i+8 : i+8]
-		for j, c := range q {
-			v[j] = l.vals[c]
-		}
+		unpack4(vals[i:], w, &l.vals)
 	}
 	if steps != nil {
-		s := steps[i : i+8 : i+8]
-		for j, c := range q {
-			s[j] = l.steps[c&0xF]
-		}
+		unpack4(steps[i:], w, &l.steps)
 	}
 }
 
