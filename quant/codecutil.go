@@ -82,8 +82,17 @@ func roundTo(d tensorfile.DType, v float32) float32 {
 }
 
 // roundF16 is IEEE round to nearest even to F16 (x448/float16), kept out of
-// roundTo so that roundTo inlines.
-func roundF16(v float32) float32 { return f16Table()[float16.Fromfloat32(v).Bits()] }
+// roundTo so that roundTo inlines. Zero and values that round to a normal
+// F16 take the bits' way, as roundBF16 does with 13 bits dropped; the
+// others (subnormals, overflow, NaN) go through the conversion.
+func roundF16(v float32) float32 {
+	b := math.Float32bits(v)
+	if a := b & 0x7FFFFFFF; a == 0 || (a >= 0x38800000 && a < 0x477FF000) { // 2^-14, 65520
+		b += 0xFFF + (b>>13)&1
+		return math.Float32frombits(b &^ 0x1FFF)
+	}
+	return f16Table()[float16.Fromfloat32(v).Bits()]
+}
 
 // roundBF16 is c10::BFloat16's round_to_nearest_even.
 func roundBF16(v float32) float32 {

@@ -52,23 +52,7 @@ func (c ScaledFP8) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) e
 
 // Steps writes the step of each value of rows [r0, r1).
 func (c *BlockFP8) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	if err := c.Decode(d, r0, r1, parts, dst); err != nil {
-		return err
-	}
-	sc, b0 := ceilDiv(d.Cols, c.cols), r0/c.rows
-	for r := r0; r < r1; r++ {
-		row := parts[0][(r-r0)*d.Cols : (r-r0+1)*d.Cols]
-		out := dst[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
-		srow := (r/c.rows - b0) * sc
-		for j := range sc {
-			s := absf(floatAt(tensorfile.F32, parts[1], srow+j))
-			lo, hi := j*c.cols, min((j+1)*c.cols, d.Cols)
-			for i, b := range row[lo:hi] {
-				out[lo+uint64(i)] = e4m3Steps[b] * s
-			}
-		}
-	}
-	return nil
+	return c.decode(d, r0, r1, parts, nil, dst)
 }
 
 // Steps writes the step of each value of rows [r0, r1).

@@ -68,28 +68,56 @@ func (c *BlockFP8) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *BlockFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.decode(d, r0, r1, parts, dst, nil)
+}
+
+// DecodeSteps writes the values of rows [r0, r1) into dst and the step of
+// each (see Steps) into steps, in one pass.
+func (c *BlockFP8) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decode(d, r0, r1, parts, dst, steps)
+}
+
+// decode writes the values of rows [r0, r1) into dst and their steps into
+// steps, each unless nil.
+func (c *BlockFP8) decode(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
 	var buf [2]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	sc := ceilDiv(d.Cols, c.cols)
-	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+	n := (r1 - r0) * d.Cols
+	if err := checkOutputs(c, spans, parts, dst, steps, n); err != nil {
 		return err
 	}
 	t := f8Tables[tensorfile.F8_E4M3]
+	sc := ceilDiv(d.Cols, c.cols)
 	data, scales := parts[0], parts[1]
 	b0 := r0 / c.rows
 	for r := r0; r < r1; r++ {
 		row := data[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
-		out := dst[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
 		srow := (r/c.rows - b0) * sc
 		for j := uint64(0); j < sc; j++ {
 			s := floatAt(tensorfile.F32, scales, srow+j)
 			lo, hi := j*c.cols, min((j+1)*c.cols, d.Cols)
-			o := out[lo:hi]
-			for i, b := range row[lo:hi] {
-				o[i] = t[b] * s
+			codes := row[lo:hi]
+			at := (r-r0)*d.Cols + lo
+			switch {
+			case steps == nil:
+				o := dst[at:][:len(codes)]
+				for i, b := range codes {
+					o[i] = t[b] * s
+				}
+			case dst == nil:
+				st, as := steps[at:][:len(codes)], absf(s)
+				for i, b := range codes {
+					st[i] = e4m3Steps[b] * as
+				}
+			default:
+				o, st, as := dst[at:][:len(codes)], steps[at:][:len(codes)], absf(s)
+				for i, b := range codes {
+					o[i] = t[b] * s
+					st[i] = e4m3Steps[b] * as
+				}
 			}
 		}
 	}

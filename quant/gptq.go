@@ -123,23 +123,30 @@ func (c *GPTQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *GPTQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, false)
+	return c.decode(d, r0, r1, parts, dst, nil)
 }
 
 // Steps writes the step of each value of rows [r0, r1): its group's scale
 // (see affineStep).
 func (c *GPTQ) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, true)
+	return c.decode(d, r0, r1, parts, nil, dst)
 }
 
-// decode writes the values of rows [r0, r1) or, when steps, their steps.
-func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
+// DecodeSteps writes the values of rows [r0, r1) into dst and their steps
+// into steps, in one pass.
+func (c *GPTQ) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decode(d, r0, r1, parts, dst, steps)
+}
+
+// decode writes the values of rows [r0, r1) into vals and their steps into
+// steps, each unless nil.
+func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, vals, steps []float32) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+	if err := checkOutputs(c, spans, parts, vals, steps, (r1-r0)*d.Cols); err != nil {
 		return err
 	}
 	g, _ := c.geometry(d)
@@ -155,14 +162,14 @@ func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, step
 		z := word(zeros, gi*(nr/c.pack)+o/c.pack) >> ((o % c.pack) * c.bits) & mask
 		return int32(z) + c.offset
 	}
-	var lut [256]float32
+	var luts affineLUTs
 	for o := range nr {
-		out := dst[o*d.Cols : (o+1)*d.Cols]
+		row := o * d.Cols
 		if columnOrder && g.group%c.pack == 0 {
 			for gi := range g.groups {
-				affineLUT(lut[:1<<c.bits], zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, steps)
+				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
 				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
-					unpackWord(out[k*c.pack:], word(qw, k*nr+o), c.bits, c.pack, &lut)
+					luts.unpack(vals, steps, row+k*c.pack, word(qw, k*nr+o), c.bits, c.pack)
 				}
 			}
 			continue
@@ -173,7 +180,14 @@ func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, step
 				gi = uint64(word(parts[3], col))
 			}
 			q := int32(word(qw, (col/c.pack)*nr+o) >> ((col % c.pack) * c.bits) & mask)
-			out[col] = affineValue(q, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, steps)
+			s := floatAt(sd, scales, gi*nr+o)
+			v := roundTo(sd, float32(q-zeroAt(gi, o))*s)
+			if vals != nil {
+				vals[row+col] = v
+			}
+			if steps != nil {
+				steps[row+col] = affineStep(s, v, sd)
+			}
 		}
 	}
 	return nil

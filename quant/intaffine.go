@@ -96,6 +96,56 @@ func affineLUT(lut []float32, z int32, s float32, d tensorfile.DType, steps bool
 	}
 }
 
+// affineLUTs are a group's tables: each code's value and its step.
+type affineLUTs struct{ vals, steps [256]float32 }
+
+// fill fills the first codes entries of the tables asked for, for zero z
+// and scale s of dtype d.
+func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, vals, steps bool) {
+	zeroScaleLUT(l.vals[:codes], z, s, d)
+	if steps {
+		for q, v := range l.vals[:codes] {
+			l.steps[q] = affineStep(s, v, d)
+		}
+	}
+}
+
+// unpack writes the codes of w through the tables into vals and steps at
+// i, each unless nil: 4-bit words, the common case, inline.
+func (l *affineLUTs) unpack(vals, steps []float32, i uint64, w uint32, bits, pack uint64) {
+	if bits != 4 {
+		if vals != nil {
+			unpackWord(vals[i:], w, bits, pack, &l.vals)
+		}
+		if steps != nil {
+			unpackWord(steps[i:], w, bits, pack, &l.steps)
+		}
+		return
+	}
+	if vals != nil {
+		unpack4(vals[i:], w, &l.vals)
+	}
+	if steps != nil {
+		unpack4(steps[i:], w, &l.steps)
+	}
+}
+
+// checkOutputs is checkParts for a decode into values, steps or both (nil
+// for one not wanted).
+func checkOutputs(c Codec, spans []Span, parts [][]byte, vals, steps []float32, n uint64) error {
+	if vals == nil && steps == nil {
+		return checkParts(c, spans, parts, nil, n)
+	}
+	for _, out := range [2][]float32{vals, steps} {
+		if out != nil {
+			if err := checkParts(c, spans, parts, out, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // affineValue is one code's value (q − z)·s stored in d or, when steps,
 // its step.
 func affineValue(q, z int32, s float32, d tensorfile.DType, steps bool) float32 {

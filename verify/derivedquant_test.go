@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/internal/quantfixture"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
@@ -32,13 +33,12 @@ func TestExpectDerivedQuantized(t *testing.T) {
 	}
 	asName := func(x fixture.Tensor, name string) fixture.Tensor { x.Name = name; return x }
 	int4 := func(qw, kw fixture.Tensor, mult float32) []fixture.Tensor {
-		out := append([]fixture.Tensor{tunedNorm}, quantizeGPTQ(qw, 32, mult)...)
-		return append(out, quantizeGPTQ(kw, 32, 1)...)
+		out := append([]fixture.Tensor{tunedNorm}, gptqV2(32, mult).Quantize(qw)...)
+		return append(out, gptqV2(32, 1).Quantize(kw)...)
 	}
 	block := func(qw, kw fixture.Tensor, mult float32) []fixture.Tensor {
-		w, s := quantizeBlockFP8(qw, 16, 16, mult)
-		w2, s2 := quantizeBlockFP8(kw, 16, 16, 1)
-		return []fixture.Tensor{tunedNorm, w, s, w2, s2}
+		out := append([]fixture.Tensor{tunedNorm}, quantfixture.BlockFP8{Rows: 16, Cols: 16, Mult: mult}.Quantize(qw)...)
+		return append(out, quantfixture.BlockFP8{Rows: 16, Cols: 16, Mult: 1}.Quantize(kw)...)
 	}
 	// rel 0.42 moves q_proj by relative L2 ≈ 0.24: within the default
 	// drift bound in BF16, beyond it with int4's noise.

@@ -41,8 +41,8 @@ func TestQuantE2EGPTQv1(t *testing.T) {
 	cfg := func(format string) map[string]any {
 		return map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "gptq", "bits": 4, "group_size": 32, "checkpoint_format": format}}
 	}
-	v2 := append(append([]fixture.Tensor{norm}, quantizeGPTQ(src[1], 32, 1)...), quantizeGPTQ(src[2], 32, 1)...)
-	v2k := append(append([]fixture.Tensor{norm}, asGPTQv1(quantizeGPTQ(src[1], 32, 1))...), quantizeGPTQ(src[2], 32, 1)...)
+	v2 := append(append([]fixture.Tensor{norm}, gptqV2(32, 1).Quantize(src[1])...), gptqV2(32, 1).Quantize(src[2])...)
+	v2k := append(append([]fixture.Tensor{norm}, asGPTQv1(gptqV2(32, 1).Quantize(src[1]))...), gptqV2(32, 1).Quantize(src[2])...)
 	checkE2E(t, src, []e2eCase{
 		{"v1", asGPTQv1(v2), cfg("gptq"), nil, nil},
 		{"v2", v2, cfg("gptq_v2"), nil, nil},

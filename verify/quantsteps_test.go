@@ -8,39 +8,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/x448/float16"
-
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/internal/quantfixture"
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
-
-// quantizeBlockFP8 quantizes a BF16 [rows, cols] tensor as DeepSeek-V3's
-// block quantizer does (scale_inv = amax/448 a block of br × bc, x_q =
-// e4m3(x / scale_inv)), with every scale stored mult times the faithful
-// one: the weight and its weight_scale_inv.
-func quantizeBlockFP8(t fixture.Tensor, br, bc uint64, mult float32) (w, scale fixture.Tensor) {
-	rows, cols := t.Shape[0], t.Shape[1]
-	vals := make([]float64, rows*cols)
-	quant.DecodeFloat64(t.DType, t.Data, vals)
-	sr, sc := (rows+br-1)/br, (cols+bc-1)/bc
-	amax := make([]float64, sr*sc)
-	for i, v := range vals {
-		k := (uint64(i)/cols/br)*sc + uint64(i)%cols/bc
-		amax[k] = max(amax[k], math.Abs(v))
-	}
-	data := make([]byte, len(vals))
-	for i, v := range vals {
-		s := float32(amax[(uint64(i)/cols/br)*sc+uint64(i)%cols/bc] / 448)
-		data[i] = toE4M3(float64(float32(v) / s))
-	}
-	var sb []byte
-	for _, a := range amax {
-		sb = binary.LittleEndian.AppendUint32(sb, math.Float32bits(float32(a/448)*mult))
-	}
-	return fixture.Tensor{Name: t.Name, DType: safetensors.F8_E4M3, Shape: t.Shape, Data: data},
-		fixture.Tensor{Name: t.Name + "_scale_inv", DType: safetensors.F32, Shape: []uint64{sr, sc}, Data: sb}
-}
 
 // TestQuantValuesBlockFP8: a block-FP8 export (quant_method "fp8", blocks
 // 16×16 that do not divide the shape) judged by its steps: faithful passes,
@@ -56,8 +28,7 @@ func TestQuantValuesBlockFP8(t *testing.T) {
 			if i == 0 {
 				m = mult
 			}
-			w, s := quantizeBlockFP8(x, 16, 16, m)
-			out = append(out, w, s)
+			out = append(out, quantfixture.BlockFP8{Rows: 16, Cols: 16, Mult: m}.Quantize(x)...)
 		}
 		return out
 	})
@@ -118,43 +89,10 @@ func TestQuantValuesMLX(t *testing.T) {
 	})
 }
 
-// quantizeGPTQ lays a BF16 [out, in] tensor out as GPTQ v2 int4 with groups
-// of group input columns, quantized to nearest (AutoGPTQ's RTN fallback:
-// scale (max − min)/15 in F16, zero round(−min/scale)), every scale stored
-// mult times the faithful one: qweight, scales, qzeros.
-func quantizeGPTQ(t fixture.Tensor, group uint64, mult float32) []fixture.Tensor {
-	out, in := t.Shape[0], t.Shape[1]
-	vals := make([]float64, out*in)
-	quant.DecodeFloat64(t.DType, t.Data, vals)
-	groups := in / group
-	qw, qz := make([]uint32, in/8*out), make([]uint32, groups*out/8)
-	scales := make([]float32, groups*out)
-	for o := range out {
-		for g := range groups {
-			xs := vals[o*in+g*group : o*in+(g+1)*group]
-			lo, hi := min(slices.Min(xs), 0), max(slices.Max(xs), 0)
-			s := float32(float16.Fromfloat32(float32((hi - lo) / 15 * 1.01)).Float32())
-			z := max(0, min(15, math.Round(-lo/float64(s))))
-			scales[g*out+o] = s * mult
-			qz[g*(out/8)+o/8] |= uint32(z) << (4 * (o % 8))
-			for i, x := range xs {
-				q := uint32(max(0, min(15, math.Round(x/float64(s))+z)))
-				c := g*group + uint64(i)
-				qw[(c/8)*out+o] |= q << (4 * (c % 8))
-			}
-		}
-	}
-	words := func(ws []uint32) []byte {
-		var b []byte
-		for _, w := range ws {
-			b = binary.LittleEndian.AppendUint32(b, w)
-		}
-		return b
-	}
-	base := t.Name[:len(t.Name)-len("weight")]
-	return []fixture.Tensor{{Name: base + "qweight", DType: safetensors.I32, Shape: []uint64{in / 8, out}, Data: words(qw)},
-		{Name: base + "scales", DType: safetensors.F16, Shape: []uint64{groups, out}, Data: fixture.Encode(scales, safetensors.F16)},
-		{Name: base + "qzeros", DType: safetensors.I32, Shape: []uint64{groups, out / 8}, Data: words(qz)}}
+// gptqV2 is asymmetric GPTQ int4 in groups of group, v2 zeros, rounded to
+// the grid (AutoGPTQ's RTN), every scale stored mult times the faithful one.
+func gptqV2(group uint64, mult float32) quantfixture.GPTQ {
+	return quantfixture.GPTQ{Bits: 4, Group: group, Asym: true, V2: true, Mult: mult}
 }
 
 // TestQuantValuesGPTQ: a GPTQ int4 export, judged statistically by its
@@ -164,8 +102,8 @@ func TestQuantValuesGPTQ(t *testing.T) {
 	src := []fixture.Tensor{norm, bf16Weights(qProj, 2, 40, 64), bf16Weights(kProj, 3, 24, 192)}
 	cfg := map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "gptq", "bits": 4, "group_size": 32, "checkpoint_format": "gptq_v2"}}
 	checkJudgedBySteps(t, src, cfg, "statistical", func(mult float32) []fixture.Tensor {
-		out := append([]fixture.Tensor{norm}, quantizeGPTQ(src[1], 32, mult)...)
-		return append(out, quantizeGPTQ(src[2], 32, 1)...)
+		out := append([]fixture.Tensor{norm}, gptqV2(32, mult).Quantize(src[1])...)
+		return append(out, gptqV2(32, 1).Quantize(src[2])...)
 	})
 }
 

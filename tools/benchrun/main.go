@@ -24,7 +24,7 @@
 //
 // Scenarios (for -only, which matches any part of an ID): validate-moe,
 // diff-moe, values, values-finetune-bf16, values-finetune-f32,
-// values-finetune-f16.
+// values-finetune-f16, values-quant-fp8block, values-quant-gptq.
 package main
 
 import (

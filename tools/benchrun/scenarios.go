@@ -197,6 +197,7 @@ func scenarios(e env) []scenario {
 func allScenarios(e env) []scenario {
 	all := append(scenarios(e), remoteScenarios(e.bin, e.self)...)
 	all = append(all, torchScenarios(e)...)
+	all = append(all, quantScenarios(e)...)
 	all = append(all, ggufScenarios(e)...)
 	all = append(all, loraScenarios(e)...)
 	return append(all, inferScenario(e))

@@ -14,7 +14,7 @@ import (
 // may import one of a lower layer, or, within layer 2, the chain
 // checkpoint → checkpoint/remote → checkpoint/remote/s3 downward only.
 // internal/* production helpers are layer 0; test-support packages
-// (internal/fixture, internal/remotetest) are no layer: no production
+// (internal/fixture, internal/quantfixture, internal/remotetest) are no layer: no production
 // package may import them.
 var layers = []struct {
 	prefix string // a package path, or a path ending in "/" for a subtree

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/quant"
@@ -132,6 +133,35 @@ func codecTileRows(p *Pair) uint64 {
 	return t
 }
 
+// maxStridedBlock bounds how many times blockElems a block of a codec
+// with strided parts may grow to (see codecBandRows).
+const maxStridedBlock = 4
+
+// codecBandRows widens a block of perRows rows for a codec side whose
+// parts are stored across the logical rows (GPTQ's qweight [in/8, out]:
+// rows [r0, r1) are a piece of every stored row): the reads coalesce
+// through the gaps, so a block reads the part's stored rows whole, and a
+// band of few rows reads the part many times over. perRows doubles, up to
+// maxStridedBlock·blockElems elements, while such a span's piece is below a
+// quarter of its stride.
+func codecBandRows(p *Pair, perRows, rows, cols uint64) uint64 {
+	limit := min(rows, max(perRows, maxStridedBlock*blockElems/max(cols, 1)))
+	for _, o := range [2]*Operand{&p.Published, &p.Exported} {
+		if o.Codec == nil {
+			continue
+		}
+		d, _ := matrixDims(o.Shape)
+		for perRows < limit {
+			qs, err := o.Codec.Spans(d, 0, alignRows(perRows, max(o.Codec.Tile().Rows, 1), rows), nil)
+			if err != nil || !slices.ContainsFunc(qs, func(s quant.Span) bool { return s.Count > 1 && s.Len < s.Stride/4 }) {
+				break
+			}
+			perRows = min(2*perRows, limit)
+		}
+	}
+	return perRows
+}
+
 // alignRows rounds a block's rows up to a multiple of tile, within rows: a
 // block holds whole tiles, or runs to the last row.
 func alignRows(perRows, tile, rows uint64) uint64 {
@@ -201,6 +231,16 @@ func (o *Operand) blockBytes(b blocking) uint64 {
 type decoder struct {
 	values [2][]float32
 	parts  [2][][]byte
+	// steps are a side's steps when its codec decoded them with its
+	// values (a StepDecoder), valid when hasSteps says so.
+	steps    [2][]float32
+	hasSteps [2]bool
+}
+
+// A StepDecoder is a Stepper that decodes values and their steps in one
+// pass: what Decode and Steps write, at once.
+type StepDecoder interface {
+	DecodeSteps(d quant.Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error
 }
 
 // decode turns the codec sides of a filled block into the bytes of the F32
@@ -224,7 +264,17 @@ func (dc *decoder) decode(j *job, pb, eb []byte) ([]byte, []byte, error) {
 			dc.values[side] = make([]float32, j.n)
 		}
 		vals := dc.values[side][:j.n]
-		if err := o.Codec.Decode(d, r0, r1, parts, vals); err != nil {
+		var err error
+		sd, fused := o.Codec.(StepDecoder)
+		if dc.hasSteps[side] = fused && o.Steps == nil && j.pair.stepper[side] != nil; dc.hasSteps[side] {
+			if uint64(cap(dc.steps[side])) < j.n {
+				dc.steps[side] = make([]float32, j.n)
+			}
+			err = sd.DecodeSteps(d, r0, r1, parts, vals, dc.steps[side][:j.n])
+		} else {
+			err = o.Codec.Decode(d, r0, r1, parts, vals)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("decoding rows [%d, %d) of matrix %d: %w", r0, r1, j.start/mat, err)
 		}
 		out[side] = f32Bytes(vals)

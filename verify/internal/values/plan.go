@@ -88,7 +88,7 @@ func newBlocking(p *Pair) blocking {
 				b.perRows = w
 			}
 		}
-		b.perRows = alignRows(b.perRows, codecTileRows(p), b.rows)
+		b.perRows = alignRows(codecBandRows(p, b.perRows, b.rows, b.cols), codecTileRows(p), b.rows)
 		b.perMat = (b.rows + b.perRows - 1) / b.perRows
 		b.blocks = b.n / (b.rows * b.cols) * b.perMat
 		return b

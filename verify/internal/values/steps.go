@@ -1,10 +1,12 @@
 package values
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
 	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // Steps: the encoding's own bound. A lossy encoding stores, for every
@@ -86,49 +88,207 @@ func (p *Pair) steppers() (st [2]Stepper, ok bool) {
 
 // A stepBuffers is a worker's buffers for the step pass.
 type stepBuffers struct {
-	vals  [2][]float64
-	steps []float32
-	half  []float64
+	vals  [2][]float32
+	steps [2][]float32
+	wide  [2][]float64 // sides of other dtypes, decoded exactly
 }
 
-// measureSteps measures a decoded block against its codec sides' steps:
-// pb and eb are the block's bytes as the kernels see them (a codec side
-// as F32), parts the codec sides' part bytes as decode split them.
+// measure measures a decoded block against its codec sides' steps: pb and
+// eb are the block's bytes as the kernels see them (a codec side as F32),
+// parts the codec sides' part bytes as decode split them. It reads each
+// side as float32 where that is exact (BF16, F16, F32, a decoded codec
+// side), and adds in float64, as measureWide does for any dtype.
 func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial, error) {
-	if sp, ok, err := sb.measureOneSided(j, dc, pb, eb); ok {
-		return sp, err
-	}
 	p := j.pair
 	n := int(j.n)
 	var sp stepPartial
-	if cap(sb.half) < n {
-		sb.half, sb.steps = make([]float64, n), make([]float32, n)
-		sb.vals = [2][]float64{make([]float64, n), make([]float64, n)}
-	}
-	half, steps := sb.half[:n], sb.steps[:n]
-	clear(half)
 	raw := [2][]byte{pb, eb}
-	for side, o := range [2]*Operand{&p.Published, &p.Exported} {
-		quant.DecodeFloat64(o.kernelDType(), raw[side], sb.vals[side][:n])
+	sides := [2]*Operand{&p.Published, &p.Exported}
+	var vals, steps [2][]float32
+	for side, o := range sides {
+		if cap(sb.vals[side]) < n {
+			sb.vals[side], sb.steps[side] = make([]float32, n), make([]float32, n)
+		}
 		st := p.stepper[side]
-		if st == nil {
+		switch {
+		case st == nil:
+		case dc.hasSteps[side]:
+			steps[side] = dc.steps[side][:n]
+		default:
+			steps[side] = sb.steps[side][:n]
+			d, _ := matrixDims(o.Shape)
+			mat := d.Rows * d.Cols
+			r0 := j.start % mat / d.Cols
+			if err := st.Steps(d, r0, r0+j.n/d.Cols, dc.parts[side], steps[side]); err != nil {
+				return sp, fmt.Errorf("steps of rows [%d, %d) of matrix %d: %w", r0, r0+j.n/d.Cols, j.start/mat, err)
+			}
+		}
+	}
+	pd, ed := p.Published.kernelDType(), p.Exported.kernelDType()
+	if one := steps[0]; (one == nil) != (steps[1] == nil) {
+		if one == nil {
+			one = steps[1]
+		}
+		if loop := vectorStepLoop(pd, ed); loop != nil {
+			measureVector(&sp, loop, pd, pb, ed, eb, one, j.start)
+			return sp, nil
+		}
+	}
+	for side, o := range sides {
+		switch kd := o.kernelDType(); {
+		case o.Codec != nil:
+			vals[side] = dc.values[side][:n]
+		case kd == safetensors.BF16 || kd == safetensors.F16 || kd == safetensors.F32:
+			vals[side] = sb.vals[side][:n]
+			decodeFloat32(kd, raw[side], vals[side])
+		default:
+			sp.sumStep2 = sumSquares(steps[0]) + sumSquares(steps[1])
+			return sb.measureWide(j, raw, steps, sp), nil
+		}
+	}
+	switch {
+	case steps[0] == nil:
+		measureOneSide(&sp, vals[0], vals[1], steps[1], j.start)
+	case steps[1] == nil:
+		measureOneSide(&sp, vals[0], vals[1], steps[0], j.start)
+	default:
+		sp.sumStep2 = sumSquares(steps[0]) + sumSquares(steps[1])
+		measureBothSides(&sp, vals[0], vals[1], steps[0], steps[1], j.start)
+	}
+	return sp, nil
+}
+
+// sumSquares is Σ s², in float64, four sums in turn.
+func sumSquares(s []float32) float64 {
+	var a [4]float64
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		x := s[i : i+4 : i+4]
+		a[0] += float64(x[0]) * float64(x[0])
+		a[1] += float64(x[1]) * float64(x[1])
+		a[2] += float64(x[2]) * float64(x[2])
+		a[3] += float64(x[3]) * float64(x[3])
+	}
+	for ; i < len(s); i++ {
+		a[0] += float64(s[i]) * float64(s[i])
+	}
+	return (a[0] + a[1]) + (a[2] + a[3])
+}
+
+// decodeFloat32 decodes BF16, F16 or F32 bytes into dst, exactly.
+func decodeFloat32(d safetensors.DType, src []byte, dst []float32) {
+	switch d {
+	case safetensors.BF16:
+		src = src[:2*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		}
+	case safetensors.F16:
+		t := f16Values()
+		src = src[:2*len(dst)]
+		for i := range dst {
+			h := binary.LittleEndian.Uint16(src[2*i:])
+			if v := t[h]; v == v {
+				dst[i] = float32(v)
+			} else {
+				dst[i] = quant.F16ToFloat32(h)
+			}
+		}
+	case safetensors.F32:
+		src = src[:4*len(dst)]
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	}
+}
+
+// The step loops: for each pair of finite values, |e − p| against half the
+// step (the sum of both sides' half steps). The largest ratio is found
+// without a division an element: only a difference that may beat the
+// largest so far (by more than the products' rounding) divides.
+
+// maxSkip is below 1 by more than the rounding of maxRatio · half, so an
+// element skipped has a ratio below the largest so far.
+const maxSkip = 1 - 1.0/(1<<40)
+
+func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
+	ev, steps = ev[:len(pv)], steps[:len(pv)]
+	var p2, s2 [lanes]float64 // by lane, as measureVector adds them
+	best := -1.0              // no finite pair yet
+	for i, a := range pv {
+		b, s := ev[i], float64(steps[i])
+		s2[i&3] += s * s
+		if a-a != 0 || b-b != 0 { // NaN or ±Inf
 			continue
 		}
-		d, _ := matrixDims(o.Shape)
-		mat := d.Rows * d.Cols
-		r0 := j.start % mat / d.Cols
-		if err := st.Steps(d, r0, r0+j.n/d.Cols, dc.parts[side], steps); err != nil {
-			return sp, fmt.Errorf("steps of rows [%d, %d) of matrix %d: %w", r0, r0+j.n/d.Cols, j.start/mat, err)
+		fa := float64(a)
+		p2[i&3] += fa * fa
+		dlt := math.Abs(float64(b) - fa)
+		half := s / 2
+		if dlt > (1+StepMargin)*half {
+			sp.outside++
 		}
-		for i, s := range steps {
-			half[i] += float64(s) / 2
-			sp.sumStep2 += float64(s) * float64(s)
+		if best >= 0 && dlt < best*half*maxSkip {
+			continue
+		}
+		r := dlt / half
+		if dlt == 0 {
+			r = 0
+		}
+		if r > best {
+			best, sp.maxIdx = r, start+uint64(i)
 		}
 	}
-	pv, ev := sb.vals[0][:n], sb.vals[1][:n]
+	sp.sumP2 += (p2[0] + p2[1]) + (p2[2] + p2[3])
+	sp.sumStep2 += (s2[0] + s2[1]) + (s2[2] + s2[3])
+	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
+}
+
+func measureBothSides(sp *stepPartial, pv, ev, ps, es []float32, start uint64) {
+	ev, ps, es = ev[:len(pv)], ps[:len(pv)], es[:len(pv)]
+	best := -1.0
+	for i, a := range pv {
+		b := ev[i]
+		if a-a != 0 || b-b != 0 {
+			continue
+		}
+		fa := float64(a)
+		sp.sumP2 += fa * fa
+		dlt := math.Abs(float64(b) - fa)
+		half := float64(ps[i])/2 + float64(es[i])/2
+		if dlt > (1+StepMargin)*half {
+			sp.outside++
+		}
+		r := dlt / half
+		if dlt == 0 {
+			r = 0
+		}
+		if r > best {
+			best, sp.maxIdx = r, start+uint64(i)
+		}
+	}
+	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
+}
+
+// measureWide is measure for a plain side of a dtype float32 cannot hold
+// (F64, integers): both sides decoded to float64.
+func (sb *stepBuffers) measureWide(j *job, raw [2][]byte, steps [2][]float32, sp stepPartial) stepPartial {
+	p := j.pair
+	n := int(j.n)
+	half := make([]float64, n)
+	for side, o := range [2]*Operand{&p.Published, &p.Exported} {
+		if cap(sb.wide[side]) < n {
+			sb.wide[side] = make([]float64, n)
+		}
+		quant.DecodeFloat64(o.kernelDType(), raw[side], sb.wide[side][:n])
+		for i, s := range steps[side] {
+			half[i] += float64(s) / 2
+		}
+	}
+	pv, ev := sb.wide[0][:n], sb.wide[1][:n]
 	for i := range n {
 		a, b := pv[i], ev[i]
-		if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		if a-a != 0 || b-b != 0 {
 			continue
 		}
 		sp.sumP2 += a * a
@@ -144,7 +304,7 @@ func (sb *stepBuffers) measure(j *job, dc *decoder, pb, eb []byte) (stepPartial,
 			sp.maxRatio, sp.maxIdx, sp.hasMax = r, j.start+uint64(i), true
 		}
 	}
-	return sp, nil
+	return sp
 }
 
 // recordSteps stores a block's step measures.

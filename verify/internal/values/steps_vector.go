@@ -1,0 +1,108 @@
+package values
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// The step loop over the bytes the kernels see, four elements at a time:
+// the AVX2 loops of steps_amd64.s where the CPU has them. A chunk's
+// loop keeps each lane's largest ratio, from the largest so far; the chunk
+// is scanned again, one element at a time, only when one beats it, to
+// find where it is. Sums go to lane i mod 4 in element order, as
+// measureOneSide's do, so both give the same numbers.
+
+// stepChunk is how many elements one call of a vector loop measures.
+const stepChunk = 1024
+
+// stepLanes is a vector step loop's state, by lane; the assembly reads it
+// by the offsets in go_asm.h.
+type stepLanes struct {
+	p2, s2        [lanes]float64 // Σp², Σstep²
+	out, fin      [lanes]uint64  // elements outside; finite pairs
+	rmax          [lanes]float64 // the chunk's largest ratio
+	k, skip, half [lanes]float64 // 1+StepMargin, maxSkip, 0.5
+}
+
+// A stepLoop measures n (a multiple of 4) elements of p and e (BF16 or
+// F32 as its name says) against steps s.
+type stepLoop func(p, e, s *byte, n int, st *stepLanes)
+
+// measureVector is measureOneSide over the kernels' bytes (pd, ed BF16 or
+// F32) through loop.
+func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byte, ed safetensors.DType, e []byte, steps []float32, start uint64) {
+	n := len(steps)
+	psz, esz := pd.Bits()/8, ed.Bits()/8
+	p, e = p[:n*psz], e[:n*esz]
+	at := func(d safetensors.DType, b []byte, i int) float64 {
+		if d == safetensors.BF16 {
+			return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
+		}
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	// ratio is element i's |e − p| / half step, ok false when the pair is
+	// not finite.
+	ratio := func(i int) (r float64, ok bool) {
+		a, b := at(pd, p, i), at(ed, e, i)
+		if a-a != 0 || b-b != 0 {
+			return 0, false
+		}
+		dlt := math.Abs(b - a)
+		if dlt == 0 {
+			return 0, true
+		}
+		return dlt / (float64(steps[i]) / 2), true
+	}
+	var st stepLanes
+	for l := range lanes {
+		st.k[l], st.skip[l], st.half[l] = 1+StepMargin, maxSkip, 0.5
+	}
+	best, bestAt := -1.0, 0
+	for c0 := 0; c0 < n; c0 += stepChunk {
+		c1 := min(c0+stepChunk, n)
+		m := (c1 - c0) &^ 3
+		// Lanes start at the largest ratio so far: only an element that
+		// beats it divides.
+		r0 := max(best, 0)
+		st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
+		if m > 0 {
+			loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, &st)
+		}
+		cmax := max(max(st.rmax[0], st.rmax[1]), max(st.rmax[2], st.rmax[3]))
+		fin := st.fin[0] + st.fin[1] + st.fin[2] + st.fin[3]
+		for i := c0 + m; i < c1; i++ { // the last elements, one at a time
+			s := float64(steps[i])
+			st.s2[i&3] += s * s
+			a, b := at(pd, p, i), at(ed, e, i)
+			if a-a != 0 || b-b != 0 {
+				continue
+			}
+			fin++
+			st.p2[i&3] += a * a
+			if dlt := math.Abs(b - a); dlt > (1+StepMargin)*(s/2) {
+				st.out[i&3]++
+			}
+			r, _ := ratio(i)
+			cmax = max(cmax, r)
+		}
+		if fin == 0 || (best >= 0 && cmax <= best) {
+			continue
+		}
+		for i := c0; i < c1; i++ {
+			if r, ok := ratio(i); ok && r == cmax {
+				best, bestAt = r, i
+				break
+			}
+		}
+	}
+	sp.outside += st.out[0] + st.out[1] + st.out[2] + st.out[3]
+	sp.sumP2 += (st.p2[0] + st.p2[1]) + (st.p2[2] + st.p2[3])
+	sp.sumStep2 += (st.s2[0] + st.s2[1]) + (st.s2[2] + st.s2[3])
+	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
+	if sp.hasMax {
+		sp.maxIdx = start + uint64(bestAt)
+	}
+}
