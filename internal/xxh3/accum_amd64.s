@@ -1,0 +1,132 @@
+#include "textflag.h"
+
+// The AVX2 accumulate of XXH3 (xxhash.h's XXH3_accumulate_512_avx2 and
+// XXH3_scrambleAcc_avx2). The eight 64-bit accumulators live in Y0 (lanes
+// 0-3) and Y1 (lanes 4-7); the products go there, the swapped inputs into
+// Y8 and Y9 so that the two chains of additions run side by side; they
+// are summed before a scramble and at the end.
+
+// STRIPE accumulates the stripe at SI with the secret at DX: keyed =
+// input ^ secret; the accumulators add lo32(keyed) * hi32(keyed)
+// (VPMULUDQ of keyed and keyed>>32) and the input with its 64-bit lanes
+// swapped in pairs (VPSHUFD $0x4e).
+#define STRIPE \
+	VMOVDQU  (SI), Y2;        \
+	VMOVDQU  32(SI), Y3;      \
+	VPXOR    (DX), Y2, Y4; \
+	VPXOR    32(DX), Y3, Y5;  \
+	VPSRLQ   $32, Y4, Y6; \
+	VPSRLQ   $32, Y5, Y7;     \
+	VPMULUDQ Y4, Y6, Y4; \
+	VPMULUDQ Y5, Y7, Y5;      \
+	VPSHUFD  $0x4e, Y2, Y2; \
+	VPSHUFD  $0x4e, Y3, Y3;   \
+	VPADDQ   Y4, Y0, Y0;      \
+	VPADDQ   Y5, Y1, Y1;      \
+	VPADDQ   Y2, Y8, Y8;      \
+	VPADDQ   Y3, Y9, Y9
+
+// func accumulateAVX2(acc *[8]uint64, data, secret *byte, stripes int)
+TEXT ·accumulateAVX2(SB), NOSPLIT, $0-32
+	MOVQ    acc+0(FP), AX
+	MOVQ    data+8(FP), SI
+	MOVQ    secret+16(FP), DX
+	MOVQ    stripes+24(FP), CX
+	VMOVDQU (AX), Y0
+	VMOVDQU 32(AX), Y1
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
+	TESTQ   CX, CX
+	JZ      done
+
+loop:
+	STRIPE
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  loop
+
+done:
+	VPADDQ  Y8, Y0, Y0
+	VPADDQ  Y9, Y1, Y1
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func accumulateBlocksAVX2(acc *[8]uint64, data *byte, secret *[192]byte, blocks int)
+TEXT ·accumulateBlocksAVX2(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), AX
+	MOVQ         data+8(FP), SI
+	MOVQ         secret+16(FP), BX
+	MOVQ         blocks+24(FP), R8
+	VMOVDQU      (AX), Y0
+	VMOVDQU      32(AX), Y1
+	MOVQ         $0x9E3779B1, R9 // PRIME32_1
+	MOVQ         R9, X14
+	VPBROADCASTQ X14, Y14
+
+block:
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	MOVQ  BX, DX
+	MOVQ  $8, CX // 16 stripes, two a turn
+
+stripes:
+	STRIPE
+	ADDQ $64, SI
+	ADDQ $8, DX
+	STRIPE
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  stripes
+
+	VPADDQ Y8, Y0, Y0
+	VPADDQ Y9, Y1, Y1
+
+	// Scramble with the secret's bytes 128-191 (DX is there now):
+	// acc = (acc ^ acc>>47 ^ secret) * PRIME32_1, the 64-bit product made
+	// of two 32-bit ones.
+	VPSRLQ   $47, Y0, Y2
+	VPSRLQ   $47, Y1, Y3
+	VPXOR    Y2, Y0, Y0
+	VPXOR    Y3, Y1, Y1
+	VPXOR    (DX), Y0, Y0
+	VPXOR    32(DX), Y1, Y1
+	VPSRLQ   $32, Y0, Y2
+	VPSRLQ   $32, Y1, Y3
+	VPMULUDQ Y14, Y0, Y0
+	VPMULUDQ Y14, Y1, Y1
+	VPMULUDQ Y14, Y2, Y2
+	VPMULUDQ Y14, Y3, Y3
+	VPSLLQ   $32, Y2, Y2
+	VPSLLQ   $32, Y3, Y3
+	VPADDQ   Y2, Y0, Y0
+	VPADDQ   Y3, Y1, Y1
+
+	DECQ R8
+	JNZ  block
+
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func xgetbv0() uint32
+TEXT ·xgetbv0(SB), NOSPLIT, $0-4
+	MOVL   $0, CX
+	XGETBV
+	MOVL   AX, ret+0(FP)
+	RET
