@@ -1,10 +1,11 @@
 #include "textflag.h"
 
-// The AVX2 accumulate of XXH3 (xxhash.h's XXH3_accumulate_512_avx2 and
-// XXH3_scrambleAcc_avx2). The eight 64-bit accumulators live in Y0 (lanes
-// 0-3) and Y1 (lanes 4-7); the products go there, the swapped inputs into
-// Y8 and Y9 so that the two chains of additions run side by side; they
-// are summed before a scramble and at the end.
+// The AVX2 and AVX-512 accumulates of XXH3 (xxhash.h's
+// XXH3_accumulate_512_avx2/avx512 and XXH3_scrambleAcc_avx2/avx512).
+// With AVX2 the eight 64-bit accumulators live in Y0 (lanes 0-3) and Y1
+// (lanes 4-7); the products go there, the swapped inputs into Y8 and Y9
+// so that the two chains of additions run side by side; they are summed
+// before a scramble and at the end.
 
 // STRIPE accumulates the stripe at SI with the secret at DX: keyed =
 // input ^ secret; the accumulators add lo32(keyed) * hi32(keyed)
@@ -110,6 +111,86 @@ stripes:
 
 	VMOVDQU Y0, (AX)
 	VMOVDQU Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// STRIPE512 is STRIPE with the eight accumulators in one register, Z0
+// (products) and Z1 (swapped inputs).
+#define STRIPE512 \
+	VMOVDQU64 (SI), Z2;      \
+	VPXORQ    (DX), Z2, Z3;  \
+	VPSRLQ    $32, Z3, Z4;   \
+	VPMULUDQ  Z3, Z4, Z3;    \
+	VPSHUFD   $0x4e, Z2, Z2; \
+	VPADDQ    Z3, Z0, Z0;    \
+	VPADDQ    Z2, Z1, Z1
+
+// func accumulateAVX512(acc *[8]uint64, data, secret *byte, stripes int)
+TEXT ·accumulateAVX512(SB), NOSPLIT, $0-32
+	MOVQ      acc+0(FP), AX
+	MOVQ      data+8(FP), SI
+	MOVQ      secret+16(FP), DX
+	MOVQ      stripes+24(FP), CX
+	VMOVDQU64 (AX), Z0
+	VPXORQ    Z1, Z1, Z1
+	TESTQ     CX, CX
+	JZ        done512
+
+loop512:
+	STRIPE512
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  loop512
+
+done512:
+	VPADDQ    Z1, Z0, Z0
+	VMOVDQU64 Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func accumulateBlocksAVX512(acc *[8]uint64, data *byte, secret *[192]byte, blocks int)
+TEXT ·accumulateBlocksAVX512(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), AX
+	MOVQ         data+8(FP), SI
+	MOVQ         secret+16(FP), BX
+	MOVQ         blocks+24(FP), R8
+	VMOVDQU64    (AX), Z0
+	MOVQ         $0x9E3779B1, R9 // PRIME32_1
+	MOVQ         R9, X14
+	VPBROADCASTQ X14, Z14
+
+block512:
+	VPXORQ Z1, Z1, Z1
+	MOVQ   BX, DX
+	MOVQ   $8, CX // 16 stripes, two a turn
+
+stripes512:
+	STRIPE512
+	ADDQ $64, SI
+	ADDQ $8, DX
+	STRIPE512
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  stripes512
+
+	VPADDQ Z1, Z0, Z0
+
+	// The scramble, as in accumulateBlocksAVX2.
+	VPSRLQ   $47, Z0, Z2
+	VPXORQ   Z2, Z0, Z0
+	VPXORQ   (DX), Z0, Z0
+	VPSRLQ   $32, Z0, Z2
+	VPMULUDQ Z14, Z0, Z0
+	VPMULUDQ Z14, Z2, Z2
+	VPSLLQ   $32, Z2, Z2
+	VPADDQ   Z2, Z0, Z0
+
+	DECQ R8
+	JNZ  block512
+
+	VMOVDQU64 Z0, (AX)
 	VZEROUPPER
 	RET
 

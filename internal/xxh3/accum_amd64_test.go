@@ -1,36 +1,43 @@
 package xxh3
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// withScalar runs f with the AVX2 paths switched off.
-func withScalar(f func()) {
-	hasAVX2() // settle the state before overriding it
-	saved := avx2State.Load()
-	avx2State.Store(avx2No)
-	defer avx2State.Store(saved)
-	f()
-}
-
-func TestHashReferenceScalar(t *testing.T) {
-	withScalar(func() { TestHashReference(t) })
-}
-
-func TestHasherReferenceScalar(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
+// withKernel runs f with kernel k, if the CPU has it.
+func withKernel(t *testing.T, k int32, f func(t *testing.T)) {
+	best := chosenKernel()
+	if k > best {
+		t.Skipf("kernel %d: the CPU has only %d", k, best)
 	}
-	withScalar(func() { TestHasherReference(t) })
+	kernel.Store(k)
+	defer kernel.Store(best)
+	f(t)
 }
 
-// TestAVX2MatchesScalar compares the assembly with the portable loop on
+var kernels = []struct {
+	name string
+	k    int32
+}{{"scalar", scalar}, {"avx2", useAVX2}, {"avx512", useAVX512}}
+
+// TestKernelsReference runs the reference vectors through every kernel
+// the CPU has (the best one is what the other tests use).
+func TestKernelsReference(t *testing.T) {
+	for _, k := range kernels {
+		t.Run(k.name, func(t *testing.T) {
+			withKernel(t, k.k, TestHashReference)
+			if !testing.Short() {
+				withKernel(t, k.k, TestHasherReference)
+			}
+		})
+	}
+}
+
+// TestVectorMatchesScalar compares the assembly with the portable loop on
 // random accumulators, inputs and secret offsets.
-func TestAVX2MatchesScalar(t *testing.T) {
-	if !hasAVX2() {
-		t.Skip("no AVX2 on this CPU")
-	}
+func TestVectorMatchesScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 3))
 	data := make([]byte, 5*blockLen)
 	for i := range data {
@@ -43,27 +50,61 @@ func TestAVX2MatchesScalar(t *testing.T) {
 		}
 		return a
 	}
-	for stripes := 1; stripes <= stripesPerBlk; stripes++ {
-		for _, off := range []int{0, 8 * (stripesPerBlk - stripes), lastStripeOff} {
-			if off+8*(stripes-1)+stripeLen > secretSize {
-				continue
+	for _, impl := range []struct {
+		k       int32
+		name    string
+		stripes func(acc *[8]uint64, data, secret *byte, stripes int)
+		blocks  func(acc *[8]uint64, data *byte, secret *[192]byte, blocks int)
+	}{
+		{useAVX2, "avx2", accumulateAVX2, accumulateBlocksAVX2},
+		{useAVX512, "avx512", accumulateAVX512, accumulateBlocksAVX512},
+	} {
+		t.Run(impl.name, func(t *testing.T) {
+			if impl.k > chosenKernel() {
+				t.Skipf("no %s on this CPU", impl.name)
 			}
-			start := randomAcc()
-			want, got := start, start
-			accumulateScalar(&want, data[off:], kSecret[off:], stripes)
-			accumulateAVX2(&got, &data[off], &kSecret[off], stripes)
-			if got != want {
-				t.Errorf("%d stripes, secret at %d: AVX2 %x, scalar %x", stripes, off, got, want)
+			for stripes := 1; stripes <= stripesPerBlk; stripes++ {
+				for _, off := range []int{0, 8 * (stripesPerBlk - stripes), lastStripeOff} {
+					if off+8*(stripes-1)+stripeLen > secretSize {
+						continue
+					}
+					start := randomAcc()
+					want, got := start, start
+					accumulateScalar(&want, data[off:], kSecret[off:], stripes)
+					impl.stripes(&got, &data[off], &kSecret[off], stripes)
+					if got != want {
+						t.Errorf("%d stripes, secret at %d: %x, scalar %x", stripes, off, got, want)
+					}
+				}
 			}
-		}
+			for blocks := 1; blocks <= 5; blocks++ {
+				start := randomAcc()
+				want, got := start, start
+				accumulateBlocksScalar(&want, data[:blocks*blockLen])
+				impl.blocks(&got, &data[0], &kSecret, blocks)
+				if got != want {
+					t.Errorf("%d blocks: %x, scalar %x", blocks, got, want)
+				}
+			}
+		})
 	}
-	for blocks := 1; blocks <= 5; blocks++ {
-		start := randomAcc()
-		want, got := start, start
-		accumulateBlocksScalar(&want, data[:blocks*blockLen])
-		accumulateBlocksAVX2(&got, &data[0], &kSecret, blocks)
-		if got != want {
-			t.Errorf("%d blocks: AVX2 %x, scalar %x", blocks, got, want)
-		}
+}
+
+// BenchmarkKernels is Hash of 1 MiB with each kernel the CPU has.
+func BenchmarkKernels(b *testing.B) {
+	input := pattern(1 << 20)
+	for _, k := range kernels {
+		b.Run(fmt.Sprint(k.name), func(b *testing.B) {
+			best := chosenKernel()
+			if k.k > best {
+				b.Skip("not on this CPU")
+			}
+			kernel.Store(k.k)
+			defer kernel.Store(best)
+			b.SetBytes(int64(len(input)))
+			for b.Loop() {
+				Hash(input)
+			}
+		})
 	}
 }
