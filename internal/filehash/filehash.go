@@ -10,7 +10,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/zeebo/xxh3"
+	"github.com/ckptcheck/ckptcheck/internal/xxh3"
 )
 
 // A Range is bytes [Start, End) of a file.

@@ -1,13 +1,19 @@
 package crosscheck
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	ours "github.com/ckptcheck/ckptcheck/internal/xxh3"
+	"github.com/ckptcheck/ckptcheck/manifest"
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 // randomBytes is n bytes of a seeded generator.
@@ -48,6 +54,43 @@ func TestXXH3Zeebo(t *testing.T) {
 		}
 		if got := h.Sum64(); got != want {
 			t.Fatalf("Hasher(%d bytes in pieces of %d) = %#016x, zeebo %#016x", n, 1+n%300, got, want)
+		}
+	}
+}
+
+// TestManifestXXH3Zeebo builds a manifest of a 3-shard model, as
+// `ckptcheck manifest` does, and holds every tensor's xxh3 against
+// zeebo/xxh3, the hash earlier releases wrote manifests with.
+func TestManifestXXH3Zeebo(t *testing.T) {
+	tensors := fixture.Tiny.Tensors(safetensors.BF16)
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := fixture.WriteModel(dir, tensors, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := checkpoint.Open(ctx, dir, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	files, err := manifest.Work(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Build(ctx, c, files, manifest.Options{Tool: "crosscheck"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string][]byte{}
+	for _, ts := range tensors {
+		data[ts.Name] = ts.Data
+	}
+	if len(m.Tensors) != len(tensors) {
+		t.Fatalf("%d tensors in the manifest, want %d", len(m.Tensors), len(tensors))
+	}
+	for _, mt := range m.Tensors {
+		if want := fmt.Sprintf("%016x", xxh3.Hash(data[mt.Name])); mt.XXH3 != want {
+			t.Errorf("%s: xxh3 %s, zeebo %s", mt.Name, mt.XXH3, want)
 		}
 	}
 }

@@ -30,7 +30,7 @@ var layers = []struct {
 	{"safetensors", 1}, {"gguf", 1}, {"torchsave", 1}, {"quant", 1}, {"quant/quanttest", 1.5},
 	{"tensorfile", 0},
 	{"internal/strictjson", 0}, {"internal/textfmt", 0}, {"internal/wholefile", 0},
-	{"internal/filehash", 0}, {"internal/pickle", 0}, {"internal/miniyaml", 0},
+	{"internal/filehash", 0}, {"internal/pickle", 0}, {"internal/miniyaml", 0}, {"internal/xxh3", 0},
 }
 
 const module = "github.com/ckptcheck/ckptcheck"
