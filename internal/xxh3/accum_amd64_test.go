@@ -23,14 +23,15 @@ var kernels = []struct {
 }{{"scalar", scalar}, {"avx2", useAVX2}, {"avx512", useAVX512}}
 
 // TestKernelsReference runs the reference vectors through every kernel
-// the CPU has (the best one is what the other tests use).
+// the CPU has (the best one is what the other tests use), the streamed
+// ones up to a few blocks.
 func TestKernelsReference(t *testing.T) {
 	for _, k := range kernels {
 		t.Run(k.name, func(t *testing.T) {
-			withKernel(t, k.k, TestHashReference)
-			if !testing.Short() {
-				withKernel(t, k.k, TestHasherReference)
-			}
+			withKernel(t, k.k, func(t *testing.T) {
+				TestHashReference(t)
+				checkHasher(t, 20000)
+			})
 		})
 	}
 }
@@ -107,4 +108,45 @@ func BenchmarkKernels(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzVectorMatchesScalar holds the assembly against the portable loop on
+// the fuzzer's input: its stripes, then its whole blocks.
+func FuzzVectorMatchesScalar(f *testing.F) {
+	f.Add(pattern(64), uint64(1))
+	f.Add(pattern(3000), uint64(0xFFFFFFFF00000001))
+	best := chosenKernel()
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		var start [8]uint64
+		for i := range start {
+			start[i] = seed * uint64(2*i+1)
+		}
+		stripes := min(len(data)/stripeLen, stripesPerBlk)
+		blocks := len(data) / blockLen
+		want := start
+		accumulateScalar(&want, data, kSecret[:], stripes)
+		wantBlocks := start
+		accumulateBlocksScalar(&wantBlocks, data[:blocks*blockLen])
+		for _, k := range []int32{useAVX2, useAVX512} {
+			if k > best || stripes == 0 {
+				continue
+			}
+			got, gotBlocks := start, start
+			if k == useAVX2 {
+				accumulateAVX2(&got, &data[0], &kSecret[0], stripes)
+			} else {
+				accumulateAVX512(&got, &data[0], &kSecret[0], stripes)
+			}
+			if blocks > 0 {
+				if k == useAVX2 {
+					accumulateBlocksAVX2(&gotBlocks, &data[0], &kSecret, blocks)
+				} else {
+					accumulateBlocksAVX512(&gotBlocks, &data[0], &kSecret, blocks)
+				}
+			}
+			if got != want || gotBlocks != wantBlocks {
+				t.Fatalf("kernel %d, %d bytes: stripes %x, scalar %x; blocks %x, scalar %x", k, len(data), got, want, gotBlocks, wantBlocks)
+			}
+		}
+	})
 }
