@@ -196,3 +196,17 @@ func FuzzHasher(f *testing.F) {
 		}
 	})
 }
+
+// TestNoAllocations: hashing allocates nothing, whatever the length.
+func TestNoAllocations(t *testing.T) {
+	input := pattern(5000)
+	h := New()
+	for _, n := range []int{0, 3, 8, 16, 100, 200, 241, 5000} {
+		if a := testing.AllocsPerRun(10, func() { Hash(input[:n]) }); a != 0 {
+			t.Errorf("Hash(%d bytes): %v allocations", n, a)
+		}
+		if a := testing.AllocsPerRun(10, func() { h.Reset(); h.Write(input[:n]); h.Sum64() }); a != 0 {
+			t.Errorf("Hasher of %d bytes: %v allocations", n, a)
+		}
+	}
+}
