@@ -55,6 +55,24 @@ done:
 	VZEROUPPER
 	RET
 
+// STRIPEAT is STRIPE for the stripe at off(SI) with the secret at
+// koff(BX).
+#define STRIPEAT(off, koff) \
+	VMOVDQU  off(SI), Y2;          \
+	VMOVDQU  (off+32)(SI), Y3;     \
+	VPXOR    koff(BX), Y2, Y4;     \
+	VPXOR    (koff+32)(BX), Y3, Y5; \
+	VPSRLQ   $32, Y4, Y6;          \
+	VPSRLQ   $32, Y5, Y7;          \
+	VPMULUDQ Y4, Y6, Y4;           \
+	VPMULUDQ Y5, Y7, Y5;           \
+	VPSHUFD  $0x4e, Y2, Y2;        \
+	VPSHUFD  $0x4e, Y3, Y3;        \
+	VPADDQ   Y4, Y0, Y0;           \
+	VPADDQ   Y5, Y1, Y1;           \
+	VPADDQ   Y2, Y8, Y8;           \
+	VPADDQ   Y3, Y9, Y9
+
 // func accumulateBlocksAVX2(acc *[8]uint64, data *byte, secret *[192]byte, blocks int)
 TEXT ·accumulateBlocksAVX2(SB), NOSPLIT, $0-32
 	MOVQ         acc+0(FP), AX
@@ -66,35 +84,40 @@ TEXT ·accumulateBlocksAVX2(SB), NOSPLIT, $0-32
 	MOVQ         $0x9E3779B1, R9 // PRIME32_1
 	MOVQ         R9, X14
 	VPBROADCASTQ X14, Y14
+	VMOVDQU      128(BX), Y12 // the scramble's secret
+	VMOVDQU      160(BX), Y13
 
 block:
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
-	MOVQ  BX, DX
-	MOVQ  $8, CX // 16 stripes, two a turn
-
-stripes:
-	STRIPE
-	ADDQ $64, SI
-	ADDQ $8, DX
-	STRIPE
-	ADDQ $64, SI
-	ADDQ $8, DX
-	DECQ CX
-	JNZ  stripes
-
+	STRIPEAT(0, 0)
+	STRIPEAT(64, 8)
+	STRIPEAT(128, 16)
+	STRIPEAT(192, 24)
+	STRIPEAT(256, 32)
+	STRIPEAT(320, 40)
+	STRIPEAT(384, 48)
+	STRIPEAT(448, 56)
+	STRIPEAT(512, 64)
+	STRIPEAT(576, 72)
+	STRIPEAT(640, 80)
+	STRIPEAT(704, 88)
+	STRIPEAT(768, 96)
+	STRIPEAT(832, 104)
+	STRIPEAT(896, 112)
+	STRIPEAT(960, 120)
+	ADDQ   $1024, SI
 	VPADDQ Y8, Y0, Y0
 	VPADDQ Y9, Y1, Y1
 
-	// Scramble with the secret's bytes 128-191 (DX is there now):
-	// acc = (acc ^ acc>>47 ^ secret) * PRIME32_1, the 64-bit product made
-	// of two 32-bit ones.
+	// Scramble: acc = (acc ^ acc>>47 ^ secret[128:192]) * PRIME32_1, the
+	// 64-bit product made of two 32-bit ones.
 	VPSRLQ   $47, Y0, Y2
 	VPSRLQ   $47, Y1, Y3
 	VPXOR    Y2, Y0, Y0
 	VPXOR    Y3, Y1, Y1
-	VPXOR    (DX), Y0, Y0
-	VPXOR    32(DX), Y1, Y1
+	VPXOR    Y12, Y0, Y0
+	VPXOR    Y13, Y1, Y1
 	VPSRLQ   $32, Y0, Y2
 	VPSRLQ   $32, Y1, Y3
 	VPMULUDQ Y14, Y0, Y0

@@ -7,8 +7,9 @@
 // scramble after each block, the last stripe), and the streaming Hasher
 // whose 256-byte buffer gives the same sums however the input is split.
 //
-// Long inputs are accumulated with AVX2 on amd64 when the CPU has it, and
-// by the portable loop otherwise. The CPU is asked only when the first
+// Long inputs are accumulated with AVX-512 or AVX2 on amd64 when the CPU
+// has them, and by the portable loop otherwise (and on other
+// architectures). The CPU is asked only when the first
 // long input is hashed, never at package init: a CPUID instruction is a
 // VM exit on a virtual machine, and the command line starts on every
 // call. It imports nothing of the project, so every layer may use it.
