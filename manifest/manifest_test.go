@@ -12,10 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
+	"github.com/ckptcheck/ckptcheck/internal/xxh3"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
 )

@@ -9,5 +9,6 @@
 // one chunk per worker, whatever the files' sizes.
 //
 // It is the one read loop of the module over an io.ReaderAt (ReadFull);
-// it imports nothing of the project, so every layer may use it.
+// it imports nothing of the project but internal/xxh3, so every layer may
+// use it.
 package filehash

@@ -10,7 +10,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/zeebo/xxh3"
+	"github.com/ckptcheck/ckptcheck/internal/xxh3"
 )
 
 // A Range is bytes [Start, End) of a file.
@@ -141,8 +141,14 @@ func (h *Hasher) Sum(ctx context.Context, r io.ReaderAt, size int64, w Want, pro
 }
 
 // errEnded marks a read that stopped short because the input ended; it
-// reads as io.ErrUnexpectedEOF.
-var errEnded = fmt.Errorf("%w", io.ErrUnexpectedEOF)
+// reads as io.ErrUnexpectedEOF. A type, not fmt.Errorf, so that the
+// package has no init to run when the command starts.
+var errEnded error = endedError{}
+
+type endedError struct{}
+
+func (endedError) Error() string { return io.ErrUnexpectedEOF.Error() }
+func (endedError) Unwrap() error { return io.ErrUnexpectedEOF }
 
 // ReadFull reads len(p) bytes at off and returns how many it read. An
 // input that ends first is an error satisfying

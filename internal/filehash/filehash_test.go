@@ -15,7 +15,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/zeebo/xxh3"
+	"github.com/ckptcheck/ckptcheck/internal/xxh3"
 )
 
 var errChanged = errors.New("input changed during the run")
@@ -81,7 +81,7 @@ func gitBlobSHA1(b []byte) [20]byte {
 }
 
 // TestFiles checks every digest against the standard library and
-// zeebo/xxh3's one-shot hash, for read sizes smaller and larger than the
+// internal/xxh3's one-shot hash, for read sizes smaller and larger than the
 // ranges, ranges that span reads, empty ranges, and gaps between ranges;
 // and that each file is read once, whole.
 func TestFiles(t *testing.T) {
