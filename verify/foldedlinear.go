@@ -218,13 +218,13 @@ func firstVerdict(key, norm string, w []float64, row *rowFit, next string, secon
 		v.folded = true
 		return v
 	}
-	cols := ""
+	what := fmt.Sprintf("a factor per output row (%s to %s) explains", textfmt.Float(row.rmin), textfmt.Float(row.rmax))
 	if norm != "" {
-		cols = fmt.Sprintf(" and per input column (%s's reciprocal)", norm)
+		what = fmt.Sprintf("factors per output row (%s to %s) and per input column (the reciprocal of %s's) explain",
+			textfmt.Float(row.rmin), textfmt.Float(row.rmax), norm)
 	}
-	v.why = fmt.Sprintf("; a factor per output row (%s to %s)%s explains the difference (relative L2 %s after them, within %s), but %s does not hold their reciprocal in its input columns (RMS of r·c − 1 %s > %s): not a folded scale",
-		textfmt.Float(row.rmin), textfmt.Float(row.rmax), cols, textfmt.Float(row.residual), textfmt.Float(row.bound), next,
-		textfmt.Float(rec), textfmt.Float(tol))
+	v.why = fmt.Sprintf("; %s the difference (relative L2 %s after them, within %s), but %s does not hold the rows' reciprocal in its input columns (RMS of r·c − 1 %s > %s): not a folded scale",
+		what, textfmt.Float(row.residual), textfmt.Float(row.bound), next, textfmt.Float(rec), textfmt.Float(tol))
 	return v
 }
 
