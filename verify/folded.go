@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -92,6 +93,9 @@ type FoldedStats struct {
 	// factors (AutoAWQ's scale_fc_fc).
 	Next     string `json:"next,omitempty"`
 	Previous string `json:"previous,omitempty"`
+	// BiasOf, on a bias, is the Linear whose output rows' scale divided it
+	// as well (scale_fc_fc: fc1.bias.div_(scales)).
+	BiasOf string `json:"bias_of,omitempty"`
 	// FactorMin and FactorMax are the range of the per-column factors,
 	// RowFactorMin and RowFactorMax that of the per-row ones (with Next).
 	FactorMin    Float `json:"factor_min"`
@@ -212,11 +216,12 @@ type foldGraph struct {
 	groups map[string][]string // norm → the weights after it
 	next   map[string]string   // first Linear → the second, a scale between them
 	prev   map[string]string   // second Linear → the first
+	biasOf map[string]string   // a first Linear's bias → the Linear
 }
 
 func newFoldGraph(entries []*pair) *foldGraph {
 	g := &foldGraph{byKey: map[string]*pair{}, normOf: map[string]string{}, groups: map[string][]string{},
-		next: map[string]string{}, prev: map[string]string{}}
+		next: map[string]string{}, prev: map[string]string{}, biasOf: map[string]string{}}
 	for _, pr := range entries {
 		g.byKey[pr.key] = pr
 	}
@@ -233,6 +238,10 @@ func newFoldGraph(entries []*pair) *foldGraph {
 		if s := foldedNext(pr.key); s != "" {
 			if sp, ok := g.byKey[s]; ok && foldCandidate(sp) && sp.quant != nil && linearShapesFit(pr, sp) {
 				g.next[pr.key], g.prev[s] = s, pr.key
+				b := strings.TrimSuffix(pr.key, ".weight") + ".bias"
+				if bp, ok := g.byKey[b]; ok && foldCandidate(bp) && bp.quant == nil && bp.pub.t.Shape[0] == pr.exp.t.Quant.Shape[0] {
+					g.biasOf[b] = pr.key
+				}
 			}
 		}
 	}
@@ -257,13 +266,16 @@ type weightFit struct {
 // Linears of folds between two.
 func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*pair) (map[string]*foldVerdict, int64, error) {
 	g := newFoldGraph(entries)
-	normsSelf, norms, firsts, seconds := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	normsSelf, norms, firsts, seconds, biases := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, pr := range selected {
 		if !foldCandidate(pr) || !failsAsIs(pr) {
 			continue
 		}
 		w := pr.key
 		switch {
+		case pr.quant == nil && g.biasOf[pr.key] != "":
+			biases[pr.key] = true
+			w = g.biasOf[pr.key]
 		case pr.quant == nil:
 			if len(g.groups[pr.key]) > 0 {
 				normsSelf[pr.key], norms[pr.key] = true, true
@@ -278,10 +290,13 @@ func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*p
 			norms[n] = true
 		}
 	}
-	// The norms first: they are small, and a norm that holds the published
-	// values cannot hold a reciprocal, so the weights after it are read
-	// again only when they may hold a scale between two Linears.
-	normRun, read, err := rerun(ctx, opt, g.byKey, sortedKeys(norms), nil)
+	// The norms (and biases) first: they are small, and a norm that holds
+	// the published values cannot hold a reciprocal, so the weights after
+	// it are read again only when they may hold a scale between two
+	// Linears.
+	small := maps.Clone(norms)
+	maps.Copy(small, biases)
+	normRun, read, err := rerun(ctx, opt, g.byKey, sortedKeys(small), nil)
 	if err != nil {
 		return nil, read, err
 	}
@@ -406,6 +421,14 @@ func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*p
 			out[n] = nv
 		}
 	}
+	for b := range biases {
+		w := g.biasOf[b]
+		if v := out[w]; v != nil && v.folded && v.stats.Next != "" {
+			if bv := biasVerdict(w, fits[w].row, normRun[b].engine.Stats.Columns); bv != nil {
+				out[b] = bv
+			}
+		}
+	}
 	return out, read, nil
 }
 
@@ -443,6 +466,10 @@ func (rep *ValueReport) judgeFolded(pr *pair, v *foldVerdict) bool {
 			NoiseRelL2: Float(judged.NoiseRelL2), RelL2Bound: st.RelL2Bound, Within: true}
 		msg = fmt.Sprintf("%s: %s; with it taken out, relative L2 %s within the encoding's bound %s",
 			s.Encoding, foldedWhat(&st), textfmt.Float(float64(st.RelL2)), textfmt.Float(float64(st.RelL2Bound)))
+	} else if st.BiasOf != "" {
+		msg = fmt.Sprintf("divided by the scale folded into the output rows of %s (AutoAWQ scale_fc_fc: ratios %s to %s, the weight's row factors within an RMS of %s ≤ %s)",
+			st.BiasOf, textfmt.Float(float64(st.FactorMin)), textfmt.Float(float64(st.FactorMax)),
+			textfmt.Float(float64(st.Reciprocal)), textfmt.Float(float64(st.Tolerance)))
 	} else {
 		msg = fmt.Sprintf("holds the reciprocal of the scale folded into %s (AWQ/SmoothQuant: factors %s to %s; RMS of r·c − 1 %s ≤ %s)",
 			strings.Join(st.Weights, ", "), textfmt.Float(float64(st.FactorMin)), textfmt.Float(float64(st.FactorMax)),

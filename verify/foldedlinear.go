@@ -35,7 +35,10 @@ import (
 // Exactly the reciprocal, not up to a constant: a constant would change
 // what the pair computes. Row factors that are all 1 within that noise are
 // no fold between Linears: the first weight is then judged against its norm
-// alone, and the second is not read again.
+// alone, and the second is not read again. The first Linear's bias, where it
+// has one (Qwen's v_proj), is divided by the scale too: it is folded when
+// its ratios e_i / p_i are the weight's row factors (RMS of their quotient
+// − 1 within the noise on the factors plus 2⁻⁷) and the two Linears are.
 
 // A linearFold is a pair of Linears of a block that AutoAWQ may fold a
 // scale between; sameShape: only when their weights have one shape.
@@ -246,4 +249,29 @@ func secondVerdict(prev string, first *rowFit, fit *columnFit) *foldVerdict {
 		textfmt.Float(fit.fmin), textfmt.Float(fit.fmax), textfmt.Float(fit.residual), textfmt.Float(fit.bound), prev,
 		textfmt.Float(rec), textfmt.Float(tol))
 	return v
+}
+
+// biasVerdict is the verdict on the bias of a first Linear whose fold with
+// the second holds (row its fit per row): folded when the bias's ratios
+// are the row factors; nil otherwise (judged as it is).
+func biasVerdict(weight string, row *rowFit, bias *values.ColumnStats) *foldVerdict {
+	if len(bias.PP) != len(row.factors) {
+		return nil
+	}
+	q, energy, inv := make([]float64, len(bias.PP)), make([]float64, len(bias.PP)), make([]float64, len(bias.PP))
+	qmin, qmax := math.Inf(1), math.Inf(-1)
+	for i := range q {
+		inv[i] = 1 / row.factors[i] // NaN stays NaN: an error of 1
+		if q[i] = math.NaN(); bias.PP[i] > 0 {
+			q[i] = bias.PE[i] / bias.PP[i]
+			energy[i] = q[i] * q[i] * bias.PP[i]
+			qmin, qmax = min(qmin, q[i]), max(qmax, q[i])
+		}
+	}
+	rec, tol := reciprocalRMS(q, energy, inv), foldedTolerance(row.residual, row.cols)
+	if !(rec <= tol) {
+		return nil
+	}
+	return &foldVerdict{folded: true, stats: FoldedStats{BiasOf: weight, FactorMin: Float(qmin), FactorMax: Float(qmax),
+		Reciprocal: Float(rec), Tolerance: Float(tol)}}
 }

@@ -33,6 +33,8 @@ const (
 
 const layerHidden, layerInter, layerGroup = 64, 96, 32
 
+const vBias = "model.layers.0.self_attn.v_proj.bias"
+
 // awqLayer is the published layer: the norms near 1, the weights BF16.
 func awqLayer() []fixture.Tensor {
 	norm := func(name string, seed uint64) fixture.Tensor {
@@ -84,6 +86,10 @@ func foldLayer(layer []fixture.Tensor, folds []foldSpec, other map[string]fixtur
 			case t.Name == f.rows:
 				for i := range v {
 					v[i] /= f.s[uint64(i)/in]
+				}
+			case f.rows != "" && t.Name == strings.TrimSuffix(f.rows, ".weight")+".bias": // fc1.bias.div_(scales.view(-1))
+				for i := range v {
+					v[i] /= f.s[i]
 				}
 			case slices.Contains(f.cols, t.Name):
 				for i := range v {
@@ -313,5 +319,51 @@ func TestFitRows(t *testing.T) {
 	}
 	if w := normFactors(nil, 2); !slices.Equal(w, []float64{1, 1}) || math.IsNaN(w[0]) {
 		t.Errorf("norm factors of an unchanged norm %v", w)
+	}
+}
+
+// TestFoldedLinearBias: with Qwen2's attention biases, v_proj's bias is
+// divided by the scale folded between v_proj and o_proj too: folded; a bias
+// divided by other scales is a value_mismatch.
+func TestFoldedLinearBias(t *testing.T) {
+	layer := append(awqLayer(), bf16Weights("model.layers.0.self_attn.q_proj.bias", 21, layerHidden),
+		bf16Weights("model.layers.0.self_attn.k_proj.bias", 22, 32), bf16Weights(vBias, 23, layerHidden))
+	pub := filepath.Join(t.TempDir(), "published")
+	if err := fixture.WriteSharded(pub, layer, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	all := awqFolds()
+	layerKeys := []string{downProj, gateProj, inputNorm, kProj, oProj, postNorm, qProj, upProj, vProj}
+	folded := func(errs ...string) []string {
+		out := slices.Clone(errs)
+		for _, k := range layerKeys {
+			out = append(out, "info quantized_scale_folded "+k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		folds []foldSpec
+		want  []string
+	}{
+		{"bias divided with the rows", all, folded("info quantized_scale_folded " + vBias)},
+		{"bias divided by other scales", append(slices.Clone(all), foldSpec{norm: vBias, s: awqScales(layerHidden, 29)}), folded("error value_mismatch " + vBias)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := diffPaths(t, pub, export(t, foldLayer(layer, c.folds, nil), awqLayerConfig), DiffOptions{WeightsOnly: true})
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := notable(rep.Findings); !slices.Equal(got, c.want) {
+				t.Errorf("findings %q\nwant %q\n%v", got, c.want, rep.Findings)
+			}
+			for _, s := range rep.Tensors {
+				if s.Key == vBias && (s.Folded != nil) != (c.name == "bias divided with the rows") || s.Folded != nil && s.Key == vBias && s.Folded.BiasOf != vProj {
+					t.Errorf("%s: folded %+v", s.Key, s.Folded)
+				}
+			}
+		})
 	}
 }
