@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -34,11 +35,9 @@ import (
 // info) and counted within their bound; a per-column factor the norm does
 // not undo is still a quantization_error, saying so.
 //
-// Not covered yet: a fold into a preceding Linear (AutoAWQ's v_proj →
-// o_proj and up_proj → down_proj, scale_fc_fc: rows of the first divided,
-// columns of the second multiplied), which leaves a factor per row and per
-// column on up_proj; those still fail. Only --expect equal with the
-// default bound looks for folds, and only on a quantized exported side.
+// A fold between two Linears (v_proj → o_proj, up_proj → down_proj) is
+// foldedlinear.go's. Only --expect equal with the default bound looks for
+// folds, and only on a quantized exported side.
 
 // foldedNorm is the norm whose weight holds the reciprocal of a scale
 // folded into weight name's input channels, or "": input_layernorm before
@@ -88,15 +87,29 @@ type FoldedStats struct {
 	// weights folded (on a norm).
 	Norm    string   `json:"norm,omitempty"`
 	Weights []string `json:"weights,omitempty"`
-	// FactorMin and FactorMax are the range of the per-column factors.
-	FactorMin Float `json:"factor_min"`
-	FactorMax Float `json:"factor_max"`
-	// RelL2 is the residual ‖e − p·diag(c)‖ / ‖p·diag(c)‖ and RelL2Bound
-	// the encoding's bound it is judged by (on a weight).
+	// Next is the Linear whose input columns hold the reciprocal of the
+	// scale folded into this weight's output rows, Previous the Linear
+	// whose output rows hold the reciprocal of this weight's column
+	// factors (AutoAWQ's scale_fc_fc).
+	Next     string `json:"next,omitempty"`
+	Previous string `json:"previous,omitempty"`
+	// BiasOf, on a bias, is the Linear whose output rows' scale divided it
+	// as well (scale_fc_fc: fc1.bias.div_(scales)).
+	BiasOf string `json:"bias_of,omitempty"`
+	// FactorMin and FactorMax are the range of the per-column factors,
+	// RowFactorMin and RowFactorMax that of the per-row ones (with Next).
+	FactorMin    Float `json:"factor_min"`
+	FactorMax    Float `json:"factor_max"`
+	RowFactorMin Float `json:"row_factor_min,omitempty"`
+	RowFactorMax Float `json:"row_factor_max,omitempty"`
+	// RelL2 is the residual ‖e − p·diag(c)‖ / ‖p·diag(c)‖ (with Next,
+	// ‖e − diag(r)·p·diag(c)‖ / ‖diag(r)·p·diag(c)‖) and RelL2Bound the
+	// encoding's bound it is judged by (on a weight).
 	RelL2      Float `json:"rel_l2,omitempty"`
 	RelL2Bound Float `json:"rel_l2_bound,omitempty"`
-	// Reciprocal is the RMS of r_j·c_j − 1 against the norm, within
-	// Tolerance when the norm holds the reciprocal.
+	// Reciprocal is the RMS of r_j·c_j − 1 against the norm, or against
+	// the other Linear with Next or Previous, within Tolerance when it
+	// holds the reciprocal.
 	Reciprocal Float `json:"reciprocal_rms"`
 	Tolerance  Float `json:"reciprocal_tolerance"`
 }
@@ -142,24 +155,16 @@ func fitColumns(c *values.ColumnStats, noise float64, rows uint64) columnFit {
 }
 
 // reciprocal is the energy-weighted RMS of r_j·c_j − 1, r_j the norm's
-// ratio e_j / p_j from its sums.
+// ratio e_j / p_j from its sums (a zero published element cannot be
+// undone).
 func (f *columnFit) reciprocal(norm *values.ColumnStats) float64 {
-	var sum, w float64
-	for j, c := range f.factors {
-		if math.IsNaN(c) || j >= len(norm.PP) {
-			continue
+	r := make([]float64, len(norm.PP))
+	for j := range r {
+		if r[j] = math.NaN(); norm.PP[j] > 0 {
+			r[j] = norm.PE[j] / norm.PP[j]
 		}
-		d := 1.0 // a zero published norm element cannot be undone
-		if norm.PP[j] > 0 {
-			d = norm.PE[j]/norm.PP[j]*c - 1
-		}
-		sum += f.energy[j] * d * d
-		w += f.energy[j]
 	}
-	if w == 0 {
-		return math.Inf(1)
-	}
-	return math.Sqrt(sum / w)
+	return reciprocalRMS(f.factors, f.energy, r)
 }
 
 // A foldVerdict is what the second pass found for a weight or a norm.
@@ -171,13 +176,14 @@ type foldVerdict struct {
 
 // foldCandidate reports a pair the second pass may look at: a weight
 // quantized on the exported side against a plain published one, whose
-// input channels a norm before it scales, or such a norm.
+// input channels a norm or a Linear before it scales, or such a norm.
 func foldCandidate(pr *pair) bool {
 	if pr.tie != "" || pr.tol != (Tolerance{}) || pr.stats.Skipped != "" {
 		return false
 	}
 	if pr.quant != nil {
-		return pr.pub.t.Quant == nil && pr.exp.t.Quant != nil && len(pr.exp.t.Quant.Shape) == 2 && foldedNorm(pr.key) != ""
+		return pr.pub.t.Quant == nil && pr.exp.t.Quant != nil && len(pr.exp.t.Quant.Shape) == 2 &&
+			(foldedNorm(pr.key) != "" || foldedPrev(pr.key) != "")
 	}
 	p, e := pr.pub.t, pr.exp.t
 	return len(p.Shape) == 1 && p.Quant == nil && e.Quant == nil && p.DType.IsFloat() && e.DType.IsFloat() &&
@@ -203,89 +209,244 @@ func failsAsIs(pr *pair) bool {
 	return st.Outside > 0
 }
 
-// folds runs the second pass for the selected pairs that fail as they are
-// and may hold a folded scale, over every pair of their groups (a norm and
-// the weights after it, whichever partition they are in), and returns the
-// verdicts by key and the bytes it read.
-func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*pair) (map[string]*foldVerdict, int64, error) {
-	byKey := map[string]*pair{}
-	groups := map[string][]string{} // norm → weights after it
+// foldGraph says which pairs may hold whose reciprocal.
+type foldGraph struct {
+	byKey  map[string]*pair
+	normOf map[string]string   // weight → the norm before it
+	groups map[string][]string // norm → the weights after it
+	next   map[string]string   // first Linear → the second, a scale between them
+	prev   map[string]string   // second Linear → the first
+	biasOf map[string]string   // a first Linear's bias → the Linear
+}
+
+func newFoldGraph(entries []*pair) *foldGraph {
+	g := &foldGraph{byKey: map[string]*pair{}, normOf: map[string]string{}, groups: map[string][]string{},
+		next: map[string]string{}, prev: map[string]string{}, biasOf: map[string]string{}}
 	for _, pr := range entries {
-		byKey[pr.key] = pr
-		if foldCandidate(pr) && pr.quant != nil {
-			n := foldedNorm(pr.key)
-			groups[n] = append(groups[n], pr.key)
+		g.byKey[pr.key] = pr
+	}
+	for _, pr := range entries {
+		if !foldCandidate(pr) || pr.quant == nil {
+			continue
+		}
+		if n := foldedNorm(pr.key); n != "" {
+			if np, ok := g.byKey[n]; ok && foldCandidate(np) && np.quant == nil {
+				g.normOf[pr.key] = n
+				g.groups[n] = append(g.groups[n], pr.key)
+			}
+		}
+		if s := foldedNext(pr.key); s != "" {
+			if sp, ok := g.byKey[s]; ok && foldCandidate(sp) && sp.quant != nil && linearShapesFit(pr, sp) {
+				g.next[pr.key], g.prev[s] = s, pr.key
+				b := strings.TrimSuffix(pr.key, ".weight") + ".bias"
+				if bp, ok := g.byKey[b]; ok && foldCandidate(bp) && bp.quant == nil && bp.pub.t.Shape[0] == pr.exp.t.Quant.Shape[0] {
+					g.biasOf[b] = pr.key
+				}
+			}
 		}
 	}
-	var norms []string
+	return g
+}
+
+// weightFit is a weight's fits in the second pass: per column, and per
+// row with its columns weighted by w when a Linear after it may hold a
+// scale of its rows.
+type weightFit struct {
+	col columnFit
+	row *rowFit
+	w   []float64
+}
+
+// folds runs the second pass for the selected pairs that fail as they are
+// and may hold a folded scale, over the pairs their verdicts need (a norm
+// and the weights after it, a Linear and the one before or after it,
+// whichever partition they are in), and returns the verdicts by key and
+// the bytes it read. It reads in three rounds, each only what the one
+// before found needed: the norms, the weights after them, and the second
+// Linears of folds between two.
+func folds(ctx context.Context, opt ValueOptions, entries []*pair, selected []*pair) (map[string]*foldVerdict, int64, error) {
+	g := newFoldGraph(entries)
+	normsSelf, norms, firsts, seconds, biases := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, pr := range selected {
 		if !foldCandidate(pr) || !failsAsIs(pr) {
 			continue
 		}
-		n := pr.key
-		if pr.quant != nil {
-			n = foldedNorm(pr.key)
+		w := pr.key
+		switch {
+		case pr.quant == nil && g.biasOf[pr.key] != "":
+			biases[pr.key] = true
+			w = g.biasOf[pr.key]
+		case pr.quant == nil:
+			if len(g.groups[pr.key]) > 0 {
+				normsSelf[pr.key], norms[pr.key] = true, true
+			}
+			continue
+		case g.prev[pr.key] != "":
+			seconds[pr.key] = true
+			w = g.prev[pr.key]
 		}
-		if np, ok := byKey[n]; ok && foldCandidate(np) && np.quant == nil && len(groups[n]) > 0 && !slices.Contains(norms, n) {
-			norms = append(norms, n)
+		firsts[w] = true
+		if n := g.normOf[w]; n != "" {
+			norms[n] = true
 		}
 	}
-	slices.Sort(norms)
-	// The norms first: they are small, and a norm that holds the published
-	// values cannot hold a reciprocal, so its weights are not read again.
-	normRun, read, err := rerun(ctx, opt, byKey, norms)
+	// The norms (and biases) first: they are small, and a norm that holds
+	// the published values cannot hold a reciprocal, so the weights after
+	// it are read again only when they may hold a scale between two
+	// Linears.
+	small := maps.Clone(norms)
+	maps.Copy(small, biases)
+	normRun, read, err := rerun(ctx, opt, g.byKey, sortedKeys(small), nil)
 	if err != nil {
 		return nil, read, err
 	}
-	var changed, weights []string
-	for _, n := range norms {
+	changed := map[string]bool{}
+	for n := range norms {
 		if s := normRun[n].engine.Stats; s.Mismatches > 0 && s.NonFinite == 0 {
-			changed = append(changed, n)
-			weights = append(weights, groups[n]...)
+			changed[n] = true
 		}
 	}
-	again, more, err := rerun(ctx, opt, byKey, weights)
+	weights := map[string]bool{}
+	for n := range normsSelf {
+		for _, w := range g.groups[n] {
+			weights[w] = weights[w] || changed[n]
+		}
+	}
+	for w := range firsts {
+		weights[w] = weights[w] || changed[g.normOf[w]] || g.next[w] != ""
+	}
+	rowWeights := map[string][]float64{}
+	for w, read := range weights {
+		if !read || g.next[w] == "" {
+			continue
+		}
+		var norm *values.ColumnStats
+		if n := g.normOf[w]; changed[n] {
+			norm = normRun[n].engine.Stats.Columns
+		}
+		if f := normFactors(norm, g.byKey[w].exp.t.Quant.Shape[1]); f != nil {
+			rowWeights[w] = f
+		}
+	}
+	again, more, err := rerun(ctx, opt, g.byKey, sortedKeys(weights), rowWeights)
 	if read += more; err != nil {
 		return nil, read, err
 	}
-	norms = changed
+	fits := map[string]*weightFit{}
+	for w, pr := range again {
+		pr.stats.measured(pr.engine.Stats)
+		if !failsAsIs(pr) || pr.engine.Stats.Steps == nil {
+			continue
+		}
+		st := pr.engine.Stats
+		f := &weightFit{col: fitColumns(st.Columns, st.Steps.NoiseRelL2, pr.exp.t.Quant.Shape[0]), w: rowWeights[w]}
+		if st.Rows != nil && f.w != nil {
+			var pp float64
+			for _, v := range st.Columns.PP {
+				pp += v
+			}
+			r := fitRows(st.Rows, pp, st.Steps.NoiseRelL2, pr.exp.t.Quant.Shape[1])
+			f.row = &r
+		}
+		fits[w] = f
+		if f.row != nil && f.row.explained && !f.row.unit {
+			seconds[g.next[w]] = true
+		}
+	}
+	third, more, err := rerun(ctx, opt, g.byKey, sortedKeys(seconds), nil)
+	if read += more; err != nil {
+		return nil, read, err
+	}
+	secondFits := map[string]*columnFit{}
+	for s, pr := range third {
+		if st := pr.engine.Stats; st.Steps != nil {
+			fit := fitColumns(st.Columns, st.Steps.NoiseRelL2, pr.exp.t.Quant.Shape[0])
+			secondFits[s] = &fit
+		}
+	}
 	out := map[string]*foldVerdict{}
-	for _, n := range norms {
-		norm := normRun[n].engine.Stats.Columns
+	holds := map[string]bool{} // weights whose column factors their norm's reciprocal explains
+	for w, f := range fits {
+		n := g.normOf[w]
+		if f.row != nil && f.row.explained && !f.row.unit {
+			held := ""
+			if changed[n] {
+				held, holds[w] = n, true
+			}
+			out[w] = firstVerdict(w, held, f.w, f.row, g.next[w], secondFits[g.next[w]])
+			continue
+		}
+		if n == "" || f.col.bad || !f.col.explained || len(f.col.factors) != len(normRun[n].engine.Stats.Columns.PP) {
+			continue // not a factor per column: judged as it is
+		}
+		rec, tol := f.col.reciprocal(normRun[n].engine.Stats.Columns), foldedTolerance(f.col.residual, f.col.rows)
+		v := &foldVerdict{stats: FoldedStats{Norm: n, FactorMin: Float(f.col.fmin), FactorMax: Float(f.col.fmax),
+			RelL2: Float(f.col.residual), RelL2Bound: Float(f.col.bound), Reciprocal: Float(rec), Tolerance: Float(tol)}}
+		if rec <= tol {
+			v.folded, holds[w] = true, true
+		} else {
+			v.why = fmt.Sprintf("; a factor per input column (%s to %s) explains the difference (relative L2 %s after it, within %s), but %s does not hold its reciprocal (RMS of r·c − 1 %s > %s): not a folded scale",
+				textfmt.Float(f.col.fmin), textfmt.Float(f.col.fmax), textfmt.Float(f.col.residual), textfmt.Float(f.col.bound), n, textfmt.Float(rec), textfmt.Float(tol))
+		}
+		out[w] = v
+	}
+	for s, fit := range secondFits {
+		if pr := third[s]; !failsAsIs(measuredCopy(pr)) || fit.bad || !fit.explained {
+			continue
+		}
+		var row *rowFit
+		if f := fits[g.prev[s]]; f != nil {
+			row = f.row
+		}
+		out[s] = secondVerdict(g.prev[s], row, fit)
+	}
+	for n := range normsSelf {
+		if !changed[n] {
+			continue
+		}
 		nv := &foldVerdict{stats: FoldedStats{FactorMin: Float(math.Inf(1)), FactorMax: Float(math.Inf(-1))}}
-		for _, k := range groups[n] {
-			pr := again[k]
-			pr.stats.measured(pr.engine.Stats)
-			if !failsAsIs(pr) || pr.engine.Stats.Steps == nil {
+		for _, w := range g.groups[n] {
+			if !holds[w] {
 				continue
 			}
-			fit := fitColumns(pr.engine.Stats.Columns, pr.engine.Stats.Steps.NoiseRelL2, pr.exp.t.Quant.Shape[0])
-			if fit.bad || len(fit.factors) != len(norm.PP) {
-				continue
+			v := out[w].stats
+			nv.folded = true
+			nv.stats.Weights = append(nv.stats.Weights, w)
+			nv.stats.FactorMin, nv.stats.FactorMax = min(nv.stats.FactorMin, v.FactorMin), max(nv.stats.FactorMax, v.FactorMax)
+			if v.Next == "" {
+				nv.stats.Reciprocal, nv.stats.Tolerance = max(nv.stats.Reciprocal, v.Reciprocal), max(nv.stats.Tolerance, v.Tolerance)
 			}
-			rec, tol := fit.reciprocal(norm), foldedTolerance(fit.residual, fit.rows)
-			v := &foldVerdict{stats: FoldedStats{Norm: n, FactorMin: Float(fit.fmin), FactorMax: Float(fit.fmax),
-				RelL2: Float(fit.residual), RelL2Bound: Float(fit.bound), Reciprocal: Float(rec), Tolerance: Float(tol)}}
-			switch {
-			case !fit.explained:
-				continue // not a factor per column: judged as it is
-			case rec <= tol:
-				v.folded = true
-				nv.folded = true
-				nv.stats.Weights = append(nv.stats.Weights, k)
-				nv.stats.FactorMin, nv.stats.FactorMax = min(nv.stats.FactorMin, v.stats.FactorMin), max(nv.stats.FactorMax, v.stats.FactorMax)
-				nv.stats.Reciprocal, nv.stats.Tolerance = max(nv.stats.Reciprocal, v.stats.Reciprocal), max(nv.stats.Tolerance, v.stats.Tolerance)
-			default:
-				v.why = fmt.Sprintf("; a factor per input column (%s to %s) explains the difference (relative L2 %s after it, within %s), but %s does not hold its reciprocal (RMS of r·c − 1 %s > %s): not a folded scale",
-					textfmt.Float(fit.fmin), textfmt.Float(fit.fmax), textfmt.Float(fit.residual), textfmt.Float(fit.bound), n, textfmt.Float(rec), textfmt.Float(tol))
-			}
-			out[k] = v
 		}
 		if nv.folded {
 			out[n] = nv
 		}
 	}
+	for b := range biases {
+		w := g.biasOf[b]
+		if v := out[w]; v != nil && v.folded && v.stats.Next != "" {
+			if bv := biasVerdict(w, fits[w].row, normRun[b].engine.Stats.Columns); bv != nil {
+				out[b] = bv
+			}
+		}
+	}
 	return out, read, nil
+}
+
+// measuredCopy is pr with its statistics from its engine pair.
+func measuredCopy(pr *pair) *pair {
+	pr.stats.measured(pr.engine.Stats)
+	return pr
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var keys []string
+	for k, ok := range m {
+		if ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // judgeFolded counts a weight or norm found folded, with its info finding;
@@ -303,22 +464,47 @@ func (rep *ValueReport) judgeFolded(pr *pair, v *foldVerdict) bool {
 		judged := *pr.engine.Stats.Steps
 		s.Quantization = &QuantStats{Bound: "statistical", Outside: judged.Outside, MaxStepRatio: Float(judged.MaxRatio), MaxStepAt: judged.MaxAt,
 			NoiseRelL2: Float(judged.NoiseRelL2), RelL2Bound: st.RelL2Bound, Within: true}
-		msg = fmt.Sprintf("%s: a scale folded into the input channels (AWQ/SmoothQuant: factors %s to %s, their reciprocal in %s); with it taken out, relative L2 %s within the encoding's bound %s",
-			s.Encoding, textfmt.Float(float64(st.FactorMin)), textfmt.Float(float64(st.FactorMax)), st.Norm,
-			textfmt.Float(float64(st.RelL2)), textfmt.Float(float64(st.RelL2Bound)))
+		msg = fmt.Sprintf("%s: %s; with it taken out, relative L2 %s within the encoding's bound %s",
+			s.Encoding, foldedWhat(&st), textfmt.Float(float64(st.RelL2)), textfmt.Float(float64(st.RelL2Bound)))
+	} else if st.BiasOf != "" {
+		msg = fmt.Sprintf("divided by the scale folded into the output rows of %s (AutoAWQ scale_fc_fc: ratios %s to %s, the weight's row factors within an RMS of %s ≤ %s)",
+			st.BiasOf, textfmt.Float(float64(st.FactorMin)), textfmt.Float(float64(st.FactorMax)),
+			textfmt.Float(float64(st.Reciprocal)), textfmt.Float(float64(st.Tolerance)))
 	} else {
 		msg = fmt.Sprintf("holds the reciprocal of the scale folded into %s (AWQ/SmoothQuant: factors %s to %s; RMS of r·c − 1 %s ≤ %s)",
 			strings.Join(st.Weights, ", "), textfmt.Float(float64(st.FactorMin)), textfmt.Float(float64(st.FactorMax)),
 			textfmt.Float(float64(st.Reciprocal)), textfmt.Float(float64(st.Tolerance)))
 	}
-	rep.Findings = append(rep.Findings, Finding{Code: CodeQuantizedScaleFolded, Severity: Info, Key: s.Key, Message: msg,
-		Got: map[string]any{"factor_min": st.FactorMin, "factor_max": st.FactorMax, "rel_l2": s.RelL2, "folded_rel_l2": st.RelL2, "reciprocal_rms": st.Reciprocal}})
+	got := map[string]any{"factor_min": st.FactorMin, "factor_max": st.FactorMax, "rel_l2": s.RelL2, "folded_rel_l2": st.RelL2, "reciprocal_rms": st.Reciprocal}
+	if st.Next != "" {
+		got["row_factor_min"], got["row_factor_max"] = st.RowFactorMin, st.RowFactorMax
+	}
+	rep.Findings = append(rep.Findings, Finding{Code: CodeQuantizedScaleFolded, Severity: Info, Key: s.Key, Message: msg, Got: got})
 	return true
 }
 
+// foldedWhat says which scales were folded into a weight and where their
+// reciprocals are.
+func foldedWhat(st *FoldedStats) string {
+	f := textfmt.Float
+	switch {
+	case st.Next != "" && st.Norm != "":
+		return fmt.Sprintf("scales folded into the input channels (AWQ: factors %s to %s, their reciprocal in %s) and the output rows (factors %s to %s, their reciprocal in the input columns of %s)",
+			f(float64(st.FactorMin)), f(float64(st.FactorMax)), st.Norm, f(float64(st.RowFactorMin)), f(float64(st.RowFactorMax)), st.Next)
+	case st.Next != "":
+		return fmt.Sprintf("a scale folded into the output rows (AWQ: factors %s to %s, their reciprocal in the input columns of %s)",
+			f(float64(st.RowFactorMin)), f(float64(st.RowFactorMax)), st.Next)
+	case st.Previous != "":
+		return fmt.Sprintf("a scale folded into the input channels (AWQ: factors %s to %s, their reciprocal in the output rows of %s)",
+			f(float64(st.FactorMin)), f(float64(st.FactorMax)), st.Previous)
+	}
+	return fmt.Sprintf("a scale folded into the input channels (AWQ/SmoothQuant: factors %s to %s, their reciprocal in %s)",
+		f(float64(st.FactorMin)), f(float64(st.FactorMax)), st.Norm)
+}
+
 // judgeQuantFolded judges a pair compared through codecs, saying in its
-// quantization_error when a factor per column explains it but the norm
-// before it does not hold the reciprocal.
+// quantization_error when factors per column (or row) explain it but the
+// norm or Linear next to it does not hold the reciprocal.
 func (rep *ValueReport) judgeQuantFolded(pr *pair, v *foldVerdict) {
 	n := len(rep.Findings)
 	rep.judgeQuant(pr)
@@ -333,8 +519,9 @@ func (rep *ValueReport) judgeQuantFolded(pr *pair, v *foldVerdict) {
 }
 
 // rerun compares copies of the pairs of keys again with sums per column,
-// leaving the first pass's statistics as they are.
-func rerun(ctx context.Context, opt ValueOptions, byKey map[string]*pair, keys []string) (map[string]*pair, int64, error) {
+// and per row for those rowWeights has the columns' weights of, leaving
+// the first pass's statistics as they are.
+func rerun(ctx context.Context, opt ValueOptions, byKey map[string]*pair, keys []string, rowWeights map[string][]float64) (map[string]*pair, int64, error) {
 	if len(keys) == 0 {
 		return nil, 0, nil
 	}
@@ -346,8 +533,8 @@ func rerun(ctx context.Context, opt ValueOptions, byKey map[string]*pair, keys [
 		run = append(run, &cp)
 	}
 	readers, engine := enginePairs(run)
-	for _, p := range engine {
-		p.Columns = true
+	for i, p := range engine {
+		p.Columns, p.RowWeights = true, rowWeights[keys[i]]
 	}
 	read, err := values.Run(ctx, readers, engine, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead})
 	return again, read, err

@@ -21,13 +21,15 @@ type ColumnStats struct {
 	PP, EE, PE []float64
 }
 
-// columnSums is a block's or a pair's share of ColumnStats.
+// columnSums is a block's or a pair's share of ColumnStats, and of
+// RowStats when the pair asks for them.
 type columnSums struct {
 	pp, ee, pe []float64
+	rows       *rowSums
 }
 
 func newColumnSums(cols uint64) *columnSums {
-	return &columnSums{make([]float64, cols), make([]float64, cols), make([]float64, cols)}
+	return &columnSums{pp: make([]float64, cols), ee: make([]float64, cols), pe: make([]float64, cols)}
 }
 
 func (c *columnSums) add(o *columnSums) {
@@ -35,6 +37,12 @@ func (c *columnSums) add(o *columnSums) {
 		c.pp[j] += o.pp[j]
 		c.ee[j] += o.ee[j]
 		c.pe[j] += o.pe[j]
+	}
+	if o.rows != nil {
+		if c.rows == nil {
+			c.rows = &rowSums{}
+		}
+		c.rows.add(o.rows)
 	}
 }
 
@@ -75,7 +83,7 @@ func (cb *columnBuffers) measure(j *job, pd, ed safetensors.DType, pb, eb []byte
 	col := j.start % cols
 	for i := range n {
 		a, b := pv[i], ev[i]
-		if !math.IsNaN(a) && !math.IsNaN(b) && !math.IsInf(a, 0) && !math.IsInf(b, 0) {
+		if finitePair(a, b) {
 			s.pp[col] += a * a
 			s.ee[col] += b * b
 			s.pe[col] += a * b
@@ -84,7 +92,15 @@ func (cb *columnBuffers) measure(j *job, pd, ed safetensors.DType, pb, eb []byte
 			col = 0
 		}
 	}
+	if p.rowsWanted() {
+		s.rows = measureRows(p.RowWeights, j.start, cols, pv, ev)
+	}
 	p.recordColumns(j.block, s)
+}
+
+// finitePair reports a pair of finite values: the only ones summed.
+func finitePair(a, b float64) bool {
+	return !math.IsNaN(a) && !math.IsNaN(b) && !math.IsInf(a, 0) && !math.IsInf(b, 0)
 }
 
 // recordColumns merges block's sums when every block before it is merged,
@@ -120,6 +136,13 @@ func (p *Pair) finishColumns() {
 	} else {
 		z := newColumnSums(p.columnCount())
 		p.Stats.Columns = &ColumnStats{PP: z.pp, EE: z.ee, PE: z.pe}
+	}
+	if p.rowsWanted() {
+		r := &rowSums{}
+		if m := p.columns; m != nil && m.sum.rows != nil {
+			r = m.sum.rows
+		}
+		p.Stats.Rows = &RowStats{PP: r.pp, EE: r.ee, PE: r.pe}
 	}
 	p.columns = nil
 }

@@ -86,7 +86,11 @@ type Pair struct {
 	// Columns asks for Stats.Columns, the sums per column (see
 	// ColumnStats).
 	Columns bool
-	Stats   Stats
+	// RowWeights, with Columns, asks for Stats.Rows too, the published
+	// side's column j weighted by RowWeights[j] (see RowStats); it needs
+	// one weight per column.
+	RowWeights []float64
+	Stats      Stats
 
 	fast bool // an exact check without decoding exists
 	// stepper holds the codec sides' Steppers when every codec side has
@@ -141,6 +145,8 @@ type Stats struct {
 	Steps *StepStats
 	// Columns, set when the pair asked for them, are its sums per column.
 	Columns *ColumnStats
+	// Rows, set when the pair asked for them, are its sums per row.
+	Rows *RowStats
 }
 
 // Options bound a run's concurrency.

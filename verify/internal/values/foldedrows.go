@@ -1,0 +1,73 @@
+package values
+
+// Rows: statistics per row, for a scale folded into a weight's output rows
+// as well as its input columns (AutoAWQ's scale_fc_fc divides the rows of
+// the Linear before another by the scales it multiplies the other's
+// columns by, so up_proj = diag(1/s₂)·W·diag(s₁)). With the column factors
+// known (from the norm before the weight), one pass fits the row factors:
+// a pair that sets Columns and RowWeights w gets, for every row i of every
+// matrix, Σ (w_j·p)², Σ e² and Σ w_j·p·e over the row's finite pairs. A
+// block's rows are summed on their own and merged in block order with the
+// columns, so the sums do not depend on the workers' schedule, and the
+// rows kept grow with the elements read, not with a shape.
+
+// RowStats are a pair's sums per row (see Pair.RowWeights): row i is row
+// i mod rows of matrix i / rows; PP[i] is Σ_j (w_j·p_ij)², EE[i] Σ_j e_ij²
+// and PE[i] Σ_j w_j·p_ij·e_ij over the finite pairs of the row.
+type RowStats struct {
+	PP, EE, PE []float64
+}
+
+// rowSums are a block's rows, from row first on, or a pair's (first 0).
+type rowSums struct {
+	first      uint64
+	pp, ee, pe []float64
+}
+
+// rowsWanted reports a pair that asked for its rows with one weight per
+// column.
+func (p *Pair) rowsWanted() bool {
+	return p.Columns && p.RowWeights != nil && uint64(len(p.RowWeights)) == p.columnCount()
+}
+
+// measureRows sums the rows of a block's decoded values pv and ev, which
+// start at element start of a tensor of cols columns, the published side
+// weighted by w per column.
+func measureRows(w []float64, start, cols uint64, pv, ev []float64) *rowSums {
+	if len(pv) == 0 {
+		return nil
+	}
+	first, last := start/cols, (start+uint64(len(pv))-1)/cols
+	n := last - first + 1
+	r := &rowSums{first: first, pp: make([]float64, n), ee: make([]float64, n), pe: make([]float64, n)}
+	col, row := start%cols, 0
+	for i, a := range pv {
+		if b := ev[i]; finitePair(a, b) {
+			a *= w[col]
+			r.pp[row] += a * a
+			r.ee[row] += b * b
+			r.pe[row] += a * b
+		}
+		if col++; col == cols {
+			col, row = 0, row+1
+		}
+	}
+	return r
+}
+
+// add adds block o's rows to the pair's: o starts in the pair's last row
+// or after it, as blocks merged in order do.
+func (s *rowSums) add(o *rowSums) {
+	for uint64(len(s.pp)) < o.first {
+		s.pp, s.ee, s.pe = append(s.pp, 0), append(s.ee, 0), append(s.pe, 0)
+	}
+	for i := range o.pp {
+		k := o.first + uint64(i)
+		if k == uint64(len(s.pp)) {
+			s.pp, s.ee, s.pe = append(s.pp, 0), append(s.ee, 0), append(s.pe, 0)
+		}
+		s.pp[k] += o.pp[i]
+		s.ee[k] += o.ee[i]
+		s.pe[k] += o.pe[i]
+	}
+}
