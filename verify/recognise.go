@@ -13,13 +13,14 @@ import (
 )
 
 // recognise says in one finding what a key-by-key comparison would report
-// as thousands: a side that is a PEFT (LoRA) adapter rather than a model,
-// and quantized tensors that are not compared yet. It also says when the
+// as thousands: a side that is a LoRA adapter (peft's, torchtune's or
+// mlx-lm's layout; see peftAdapter) rather than a model, and quantized
+// tensors that are not compared yet. It also says when the
 // export matched only through an adapter that is not the identity: the
 // export's names are then not Hugging Face's, and transformers will not
 // load it as it is. It returns the findings left, and what it adds.
 // matched says every exported key is a published one: neither side is then
-// a PEFT adapter, unless its adapter_config.json says so.
+// an adapter, unless its adapter_config.json says so.
 func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 	beside := [2]bool{}
 	for i, m := range []*Mapped{d.Published, d.Exported} {
