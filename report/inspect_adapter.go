@@ -27,15 +27,21 @@ func writeAdapter(w io.Writer, a *verify.AdapterInspection) error {
 	if a.BaseModel != "" {
 		fmt.Fprintf(&b, "  base model %s (as the config names it; not fetched)\n", quote(a.BaseModel))
 	}
-	scale := "alpha/r"
-	if a.RSLoRA {
+	if a.Layout != "" {
+		fmt.Fprintf(&b, "  layout %s%s\n", quote(a.Layout), layoutNames[a.Layout])
+	}
+	alpha, scale := ", alpha "+fmtFloat(float64(a.Alpha)), "alpha/r"
+	switch {
+	case a.Layout == "mlx-lm":
+		alpha, scale = "", "lora_parameters.scale as is (no alpha/r)"
+	case a.RSLoRA:
 		scale = "alpha/√r (rsLoRA)"
 	}
 	r := "-"
 	if a.Rank > 0 {
 		r = thousandsU(a.Rank)
 	}
-	fmt.Fprintf(&b, "  r %s, alpha %s, scale %s, DoRA %s\n", r, fmtFloat(float64(a.Alpha)), scale, yesNo(a.DoRA))
+	fmt.Fprintf(&b, "  r %s%s, scale %s, DoRA %s\n", r, alpha, scale, yesNo(a.DoRA))
 	switch {
 	case len(a.TargetModules) > 0:
 		fmt.Fprintf(&b, "  target_modules %s\n", strings.Join(quoteAll(a.TargetModules), ", "))
@@ -58,14 +64,26 @@ func writeAdapter(w io.Writer, a *verify.AdapterInspection) error {
 	}
 	rows := [][]string{{"TARGET", "RANK", "ALPHA", "SCALE", "OUT×IN", "PARAMETERS", "DORA"}}
 	for _, t := range a.Targets {
+		alpha := fmtFloat(float64(t.Alpha))
+		if a.Layout == "mlx-lm" {
+			alpha = "-" // mlx-lm's scale is the config's, not alpha/r
+		}
 		shape := "-"
 		if t.Out > 0 || t.In > 0 {
 			shape = fmt.Sprintf("%d×%d", t.Out, t.In)
 		}
-		rows = append(rows, []string{quote(t.Module), thousandsU(t.Rank), fmtFloat(float64(t.Alpha)), fmtFloat(float64(t.Scale)),
+		rows = append(rows, []string{quote(t.Module), thousandsU(t.Rank), alpha, fmtFloat(float64(t.Scale)),
 			shape, thousandsU(t.Parameters), yesNo(t.DoRA)})
 	}
 	return writeColumns(w, rows, "  ")
+}
+
+// layoutNames says how each adapter layout verify reads names and
+// orients a target's pair (verify/loralayout.go cites the trainers' code).
+var layoutNames = map[string]string{
+	"peft":      ": base_model.model.<module>.lora_A.weight [r, in], .lora_B.weight [out, r]",
+	"torchtune": ": layers.N.<module>.lora_a.weight [r, in], .lora_b.weight [out, r], in torchtune's module names",
+	"mlx-lm":    ": <module>.lora_a [in, r], .lora_b [r, out]",
 }
 
 func yesNo(v bool) string {

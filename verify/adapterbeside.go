@@ -61,12 +61,7 @@ func modelBesideAdapter(findings []Finding, m, other *Mapped) ([]Finding, bool) 
 	if shared == 0 || 2*shared < len(other.View.Tensors) {
 		return findings, false
 	}
-	lora := 0
-	for _, s := range m.Sources {
-		if strings.Contains(s.Tensor.Name, ".lora_A.") || strings.Contains(s.Tensor.Name, ".lora_embedding_A") {
-			lora++
-		}
-	}
+	_, lora := loraPairs(m.Sources)
 	kept := findings[:0]
 	for _, f := range findings {
 		switch {

@@ -191,7 +191,7 @@ var codes = []CodeDoc{
 	{CodeNeedsAdapter, Warning, "diff: the export matches only through an adapter other than hf: its names are not Hugging Face's and transformers will not load it as is; says which adapter mapped how many tensors"},
 	{CodeInferAmbiguous, Warning, "diff: an inferred adapter left name templates between candidates of equal shape (their tensors stay unexpected_key); says which, and whether values would settle them (--adapter exported=infer) or cannot"},
 	{CodeInferConflict, Error, "diff: an inferred adapter's best fit (by shapes or sampled values) contradicts the names or the layout of the tensors' siblings: k and v or gate and up swapped in every layer, a fused QKV in another order, a bias split unlike its weight, a square matrix not transposed like the rest of its layer; the mapping the names say is taken (so --values fails on it), or the template is left unmapped"},
-	{CodeLoRAAdapter, Error, "diff: a side is a PEFT (LoRA) adapter, not a model: merge it into its base before diffing"},
+	{CodeLoRAAdapter, Error, "diff: a side is a LoRA adapter (peft, torchtune or mlx-lm layout), not a model: merge it into its base before diffing"},
 	{CodeAdapterBeside, Info, "diff: a side holds a full model with a PEFT adapter beside it (torchtune's epoch_N of a LoRA run): the model is compared, the adapter named"},
 	{CodeLoRATargetMissing, Error, "validate --base, diff BASE ADAPTER, diff --lora: an adapter's target (or modules_to_save copy) that the base does not have"},
 	{CodeLoRAShapeMismatch, Error, "validate --base, diff BASE ADAPTER, diff --lora: lora_A [r, in] and lora_B [out, r] do not fit the base weight [out, in], or a half of the pair is missing"},

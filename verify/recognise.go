@@ -13,13 +13,14 @@ import (
 )
 
 // recognise says in one finding what a key-by-key comparison would report
-// as thousands: a side that is a PEFT (LoRA) adapter rather than a model,
-// and quantized tensors that are not compared yet. It also says when the
+// as thousands: a side that is a LoRA adapter (peft's, torchtune's or
+// mlx-lm's layout; see peftAdapter) rather than a model, and quantized
+// tensors that are not compared yet. It also says when the
 // export matched only through an adapter that is not the identity: the
 // export's names are then not Hugging Face's, and transformers will not
 // load it as it is. It returns the findings left, and what it adds.
 // matched says every exported key is a published one: neither side is then
-// a PEFT adapter, unless its adapter_config.json says so.
+// an adapter, unless its adapter_config.json says so.
 func (d *Comparison) recognise(findings []Finding, matched bool) []Finding {
 	beside := [2]bool{}
 	for i, m := range []*Mapped{d.Published, d.Exported} {
@@ -62,43 +63,39 @@ func dropCodes(fs []Finding, keys map[string]string, codes ...Code) []Finding {
 	})
 }
 
-// peftAdapter recognises a PEFT adapter (huggingface/peft @ v0.20.0): an
-// adapter_config.json beside the files, or tensors named as PEFT saves
-// them, base_model.model.<module>.lora_A.weight [r, in] and lora_B.weight
-// [out, r] (src/peft/utils/save_and_load.py, tuners/lora/layer.py). And
-// mlx-lm's LoRA training output (ml-explore/mlx-lm @ d78bf58e:
-// mlx_lm/tuner/trainer.py saves adapters.safetensors and every
-// steps_per_save a copy, NNNNNNN_adapters.safetensors; tuners/lora.py
-// names <module>.lora_a [in, r] and .lora_b [r, out]): its pairs are
-// counted once, however many snapshots repeat them.
+// peftAdapter recognises a LoRA adapter in any of the layouts
+// loralayout.go reads: peft's (huggingface/peft @ v0.20.0: an
+// adapter_config.json beside the files, or tensors named
+// base_model.model.<module>.lora_A.weight [r, in] and lora_B.weight
+// [out, r]; src/peft/utils/save_and_load.py, tuners/lora/layer.py),
+// torchtune's own (layers.N.attn.q_proj.lora_a.weight) and mlx-lm's
+// training output (ml-explore/mlx-lm @ d78bf58e: mlx_lm/tuner/trainer.py
+// saves adapters.safetensors and every steps_per_save a copy,
+// NNNNNNN_adapters.safetensors; tuners/lora.py names <module>.lora_a
+// [in, r] and .lora_b [r, out]): its pairs are counted once, however many
+// snapshots repeat them.
 func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 	if matched && m.Checkpoint.PEFT == nil {
 		return Finding{}, false // an adapter's names are never a model's
 	}
-	pairs := map[string]bool{}
-	mlx := false
-	for _, s := range m.Sources {
-		n := s.Tensor.Name
-		switch {
-		case strings.Contains(n, ".lora_A.") || strings.Contains(n, ".lora_embedding_A"):
-			pairs[n] = true
-		case strings.HasSuffix(n, ".lora_a"):
-			pairs[n], mlx = true, true
-		}
-	}
-	lora := len(pairs)
+	layout, lora := loraPairs(m.Sources)
 	cfg := m.Checkpoint.PEFT
 	if lora == 0 && cfg == nil {
 		return Finding{}, false
 	}
-	mlx = mlx || (cfg != nil && cfg.Trainer == "mlx-lm")
+	if lora == 0 && cfg.Trainer == "mlx-lm" {
+		layout = layoutMLX
+	}
 	kind := "LoRA"
 	if cfg != nil && cfg.PEFTType != "" && !strings.EqualFold(cfg.PEFTType, "LORA") {
 		kind = cfg.PEFTType
 	}
 	msg := "a " + kind + " adapter"
-	if mlx {
+	switch layout {
+	case layoutMLX:
 		msg = "an mlx-lm " + kind + " adapter"
+	case layoutTorchtune:
+		msg = "a torchtune " + kind + " adapter"
 	}
 	switch {
 	case cfg != nil && cfg.BaseModel != "":
@@ -108,11 +105,7 @@ func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 	default:
 		msg += " (no adapter_config.json beside it says for which model)"
 	}
-	if mlx {
-		msg += ", not a model: fuse it into the base before diffing (mlx_lm.fuse --model BASE --adapter-path DIR)"
-	} else {
-		msg += ", not a model: merge it into the base before diffing (peft's merge_and_unload(), then save_pretrained())"
-	}
+	msg += ", not a model: " + mergeAdvice[layout]
 	if lora > 0 {
 		msg += fmt.Sprintf("; it holds %s", textfmt.Plural(lora, "low-rank pair"))
 		if cfg != nil && cfg.Rank > 0 {
@@ -124,6 +117,48 @@ func peftAdapter(m *Mapped, matched bool) (Finding, bool) {
 		f.File = cfg.Path
 	}
 	return f, true
+}
+
+// mergeAdvice says, per layout, how its trainer merges an adapter into
+// the model: peft's merge_and_unload; mlx-lm's fuse; torchtune's
+// checkpointer, which saves the merged model (get_merged_lora_ckpt) beside
+// the adapter unless the recipe sets save_adapter_weights_only.
+var mergeAdvice = [...]string{
+	layoutPEFT:      "merge it into the base before diffing (peft's merge_and_unload(), then save_pretrained())",
+	layoutMLX:       "fuse it into the base before diffing (mlx_lm.fuse --model BASE --adapter-path DIR)",
+	layoutTorchtune: "merge it into the base before diffing (torchtune saves the merged model beside the adapter unless the recipe sets save_adapter_weights_only: True)",
+}
+
+// loraPairs counts the low-rank pairs among an adapter's tensors, as
+// parseLoRAName reads their names, each once however many files repeat it,
+// and says whose layout they are: the first of peft, mlx-lm and torchtune
+// that the tensors hold, as readLoRA chooses. A pair that names itself
+// peft's way outside base_model.model. (.lora_A., an embedding's
+// .lora_embedding_A) is peft's.
+func loraPairs(srcs []Source) (loraLayout, int) {
+	var pairs [3]map[string]bool
+	add := func(l loraLayout, key string) {
+		if pairs[l] == nil {
+			pairs[l] = map[string]bool{}
+		}
+		pairs[l][key] = true
+	}
+	for _, s := range srcs {
+		n := s.Tensor.Name
+		p, ok := parseLoRAName(n)
+		switch {
+		case ok && p.part == 'A':
+			add(p.layout, p.path)
+		case !ok && (strings.Contains(n, ".lora_A.") || strings.Contains(n, ".lora_embedding_A")):
+			add(layoutPEFT, n)
+		}
+	}
+	for l, ps := range pairs {
+		if len(ps) > 0 {
+			return loraLayout(l), len(ps)
+		}
+	}
+	return layoutPEFT, 0
 }
 
 // quantized finds the weights a quantized side makes incomparable: each

@@ -182,3 +182,98 @@ func TestTieDefaultByModelType(t *testing.T) {
 		}
 	}
 }
+
+// TestLoRAAdapterLayouts: a plain diff recognises an adapter in each
+// layout loralayout.go reads, torchtune's own names (attn.output_proj,
+// mlp.w1/w2/w3, output, DoRA's .magnitude) and mlx-lm's with its
+// periodic snapshots included, as one lora_adapter that names the layout,
+// how its trainer merges it and its pairs.
+func TestLoRAAdapterLayouts(t *testing.T) {
+	const r = 8
+	h, inter := uint64(fixture.Tiny.Hidden), uint64(fixture.Tiny.Intermediate)
+	pair := func(a, b string, in, out uint64) []fixture.Tensor {
+		return []fixture.Tensor{raw(a, safetensors.F32, r, in), raw(b, safetensors.F32, out, r)}
+	}
+	var tune []fixture.Tensor
+	for i := range fixture.Tiny.Layers {
+		for _, m := range []struct {
+			name    string
+			in, out uint64
+		}{{"attn.q_proj", h, h}, {"attn.k_proj", h, h / 2}, {"attn.v_proj", h, h / 2}, {"attn.output_proj", h, h},
+			{"mlp.w1", h, inter}, {"mlp.w3", h, inter}, {"mlp.w2", inter, h}} {
+			p := fmt.Sprintf("layers.%d.%s.", i, m.name)
+			tune = append(append(tune, pair(p+"lora_a.weight", p+"lora_b.weight", m.in, m.out)...), raw(p+"magnitude", safetensors.F32, m.out))
+		}
+	}
+	tune = append(tune, pair("output.lora_a.weight", "output.lora_b.weight", h, uint64(fixture.Tiny.Vocab))...)
+	mlx := pair("model.layers.0.self_attn.q_proj.lora_a", "model.layers.0.self_attn.q_proj.lora_b", h, h)
+	for i := range mlx {
+		mlx[i].Shape = []uint64{mlx[i].Shape[1], mlx[i].Shape[0]} // [in, r], [r, out]
+	}
+	peftConfig := `{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]}`
+	tests := []struct {
+		name   string
+		files  map[string][]fixture.Tensor
+		config string
+		want   []string
+	}{
+		{"torchtune, no config", map[string][]fixture.Tensor{"adapter_model.safetensors": tune}, "",
+			[]string{"a torchtune LoRA adapter (no adapter_config.json beside it says for which model), not a model",
+				"save_adapter_weights_only", fmt.Sprintf("it holds %d low-rank pairs", 7*fixture.Tiny.Layers+1)}},
+		{"torchtune, peft config", map[string][]fixture.Tensor{"adapter_model.safetensors": tune}, peftConfig,
+			[]string{"a torchtune LoRA adapter for Qwen/Qwen3-0.6B", fmt.Sprintf("%d low-rank pairs of rank 8", 7*fixture.Tiny.Layers+1)}},
+		{"mlx-lm with a snapshot", map[string][]fixture.Tensor{"adapters.safetensors": mlx, "0000100_adapters.safetensors": mlx}, "",
+			[]string{"an mlx-lm LoRA adapter", "mlx_lm.fuse", "it holds 1 low-rank pair"}},
+	}
+	for _, tt := range tests {
+		dir := filepath.Join(t.TempDir(), "adapter")
+		for name, ts := range tt.files {
+			if err := fixture.WriteFile(filepath.Join(dir, name), ts, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tt.config != "" {
+			if err := os.WriteFile(filepath.Join(dir, "adapter_config.json"), []byte(tt.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := diffPaths(t, published(t), dir, DiffOptions{WeightsOnly: true})
+		if got := codeList(d.Findings); !slices.Equal(got, []string{"lora_adapter"}) {
+			t.Fatalf("%s: findings %v", tt.name, d.Findings)
+		}
+		f := d.Findings[0]
+		for _, w := range tt.want {
+			if f.Severity != Error || f.Side != Exported || !strings.Contains(f.Message, w) {
+				t.Errorf("%s: want %q in %+v", tt.name, w, f)
+			}
+		}
+	}
+}
+
+// TestLoRAPairs: pairs are counted once per module, in the layout readLoRA
+// would choose (peft, then mlx-lm, then torchtune), and peft names outside
+// base_model.model. still count as peft's.
+func TestLoRAPairs(t *testing.T) {
+	tests := []struct {
+		names  []string
+		layout loraLayout
+		pairs  int
+	}{
+		{[]string{"model.norm.weight"}, layoutPEFT, 0},
+		{[]string{"base_model.model.x.q_proj.lora_A.weight", "base_model.model.x.q_proj.lora_B.weight", "base_model.model.x.q_proj.lora_magnitude_vector"}, layoutPEFT, 1},
+		{[]string{"base_model.model.model.embed_tokens.lora_embedding_A", "x.lora_A.default.weight"}, layoutPEFT, 2},
+		{[]string{"layers.0.attn.q_proj.lora_a.weight", "layers.0.mlp.w2.lora_a.weight", "layers.0.mlp.w2.magnitude", "output.lora_a.weight"}, layoutTorchtune, 3},
+		{[]string{"layers.0.attn.q_proj.lora_a.weight", "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"}, layoutPEFT, 1},
+		{[]string{"m.q_proj.lora_a", "m.q_proj.lora_a", "m.q_proj.lora_b", "layers.0.mlp.w1.lora_a.weight"}, layoutMLX, 1},
+		{[]string{"layers.0.attn.unknown.lora_a.weight"}, layoutMLX, 0},
+	}
+	for _, tt := range tests {
+		var srcs []Source
+		for _, n := range tt.names {
+			srcs = append(srcs, Source{Tensor: &safetensors.Tensor{TensorInfo: safetensors.TensorInfo{Name: n}}})
+		}
+		if l, n := loraPairs(srcs); n != tt.pairs || (n > 0 && l != tt.layout) {
+			t.Errorf("%v: %s, %d; want %s, %d", tt.names, l, n, tt.layout, tt.pairs)
+		}
+	}
+}
