@@ -40,8 +40,10 @@ func matchedKeys(d *Comparison) []string {
 	return out
 }
 
-func TestInferConventions(t *testing.T) {
-	cases := []inferCase{
+// inferCases are the preset-covered layouts inference must map as the
+// presets do, on either side.
+func inferCases() []inferCase {
+	return []inferCase{
 		{"torchtitan qwen3 moe v0.2 names", func() *hfModel { return hfLlama("qwen3_moe", 12) },
 			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG1, experts: 12}) }, "torchtitan-qwen3",
 			func(m *hfModel) []fixture.Tensor {
@@ -84,7 +86,10 @@ func TestInferConventions(t *testing.T) {
 			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, false) }, "nanogpt",
 			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, true) }, true},
 	}
-	for _, c := range cases {
+}
+
+func TestInferConventions(t *testing.T) {
+	for _, c := range inferCases() {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.model()
 			pub := writeHFModel(t, m)
