@@ -2,8 +2,8 @@ package verify
 
 import (
 	"context"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
@@ -69,6 +69,34 @@ func TestInferPublishedSide(t *testing.T) {
 	}
 }
 
+// TestInferPublishedNoPreset: the layouts no preset covers, published in
+// their trainer's names against an HF export, map every exported key with
+// values bit-identical; their negative controls are inference_conflict.
+func TestInferPublishedNoPreset(t *testing.T) {
+	for _, c := range noPresetCases() {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.model()
+			exp := writeHFModel(t, m)
+			d := diffPaths(t, export(t, c.export(m.clone()), nil), exp, DiffOptions{WeightsOnly: true, Published: SideOptions{Infer: true}})
+			text := d.Inference.Text()
+			if got := len(matchedKeys(d)); got != len(d.Exported.View.Tensors) {
+				t.Fatalf("%d of %d keys mapped\n%s\n%+v", got, len(d.Exported.View.Tensors), text, d.Inference.Report())
+			}
+			rep, err := d.CompareValues(context.Background(), ValueOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Findings) != 0 || rep.BitIdentical != rep.Compared || slices.ContainsFunc(d.Findings, func(f Finding) bool { return f.Severity == Error }) {
+				t.Errorf("findings %v, values %v (%d of %d identical)\n%s", codesOf(d.Findings), rep.Findings, rep.BitIdentical, rep.Compared, text)
+			}
+			bd := diffPaths(t, export(t, c.broken(m.clone()), nil), exp, DiffOptions{WeightsOnly: true, Published: SideOptions{Infer: true}})
+			if !slices.ContainsFunc(bd.Findings, func(f Finding) bool { return f.Code == CodeInferConflict && f.Side == Published }) {
+				t.Errorf("negative control: no inference_conflict of the published side: %v\n%s", codesOf(bd.Findings), bd.Inference.Text())
+			}
+		})
+	}
+}
+
 // mappedFindings lists "code key" of fs, keys of the HF naming, but what the
 // preset's findings drop (a training buffer the preset knows, torchtitan's
 // expert_bias): inference leaves it unmapped, a missing_key whose message
@@ -89,4 +117,15 @@ func mappedFindings(fs, preset []Finding) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestInferOneSide: inference needs one HF-named side as its template.
+func TestInferOneSide(t *testing.T) {
+	m := hfLlama("llama", 0)
+	pub, exp := writeHFModel(t, m), export(t, trainerNames(m.tensors()), nil)
+	_, err := Diff(context.Background(), openCheckpoint(t, pub), openCheckpoint(t, exp),
+		DiffOptions{WeightsOnly: true, Published: SideOptions{Infer: true}, Exported: SideOptions{Infer: true}})
+	if err == nil || !strings.Contains(err.Error(), "one side at most infers") {
+		t.Errorf("both sides infer: %v", err)
+	}
 }

@@ -281,15 +281,15 @@ func jaxScan(m *hfModel) []fixture.Tensor {
 	return m.done(out)
 }
 
-// TestInferNoPreset: layouts no preset covers map through inference, every
-// published key with values passing, and the written adapter loads back;
-// their negative controls fail.
-func TestInferNoPreset(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		model          func() *hfModel
-		export, broken func(m *hfModel) []fixture.Tensor
-	}{
+// A noPresetCase is a layout no preset covers, with its negative control.
+type noPresetCase struct {
+	name           string
+	model          func() *hfModel
+	export, broken func(m *hfModel) []fixture.Tensor
+}
+
+func noPresetCases() []noPresetCase {
+	return []noPresetCase{
 		{"jax-style kernels, fused transposed qkv with GQA sizes", func() *hfModel { return hfLlama("llama", 0) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, false) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, true) }},
@@ -304,7 +304,14 @@ func TestInferNoPreset(t *testing.T) {
 		{"phi-3 fused qkv_proj and gate_up_proj, exported apart", phi3Model,
 			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, false) },
 			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, true) }},
-	} {
+	}
+}
+
+// TestInferNoPreset: layouts no preset covers map through inference, every
+// published key with values passing, and the written adapter loads back;
+// their negative controls fail.
+func TestInferNoPreset(t *testing.T) {
+	for _, c := range noPresetCases() {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.model()
 			pub := writeHFModel(t, m)
