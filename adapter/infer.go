@@ -54,6 +54,14 @@ func (o InferOptions) sides() (mapped, template string) {
 	return cmp.Or(o.Side, "exported"), "published"
 }
 
+// mappedCheckpoint names the mapped side's checkpoint in messages.
+func (o InferOptions) mappedCheckpoint() string {
+	if mapped, _ := o.sides(); mapped != "exported" {
+		return "the " + mapped + " checkpoint"
+	}
+	return "the export"
+}
+
 // An Inference is the mapping of an exported checkpoint's names onto a
 // published one's, found from the two headers (Infer) and, where the
 // shapes leave several candidates, from samples of their values (Samples,
