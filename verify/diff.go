@@ -126,6 +126,9 @@ type Tie struct {
 // CompareValues'). Printing is package report's. ctx stops it between
 // phases.
 func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions) (*Comparison, error) {
+	if opt.Published.Infer && opt.Exported.Infer {
+		return nil, errors.New("--adapter published=infer and exported=infer: inference maps one side's names onto the other's HF names, so one side at most infers")
+	}
 	d := &Comparison{
 		Published: &Mapped{Side: Published, Checkpoint: pub},
 		Exported:  &Mapped{Side: Exported, Checkpoint: exp},
@@ -194,9 +197,6 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	// Most exports need no adapter: when every exported name is a published
 	// one as they stand, no adapter can match more of them, and the
 	// candidates need not be looked for.
-	if sideOpts[0].Infer && sideOpts[1].Infer {
-		return nil, errors.New("--adapter published=infer and exported=infer: inference maps one side's names onto the other's HF names, so one side at most infers")
-	}
 	for i, so := range sideOpts {
 		if !so.Infer {
 			continue
