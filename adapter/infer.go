@@ -40,6 +40,26 @@ type InferOptions struct {
 	// From says what the two sides were, for the covers line of the
 	// written adapter ("published X, exported Y").
 	From string
+	// Side names the side whose names are inferred, for messages:
+	// "exported" (the default) or "published". The other side, HF-named,
+	// is the template; Infer's arguments are the template first either way.
+	Side string
+}
+
+// sides are the names messages give the side mapped and the template.
+func (o InferOptions) sides() (mapped, template string) {
+	if o.Side == "published" {
+		return "published", "exported"
+	}
+	return cmp.Or(o.Side, "exported"), "published"
+}
+
+// mappedCheckpoint names the mapped side's checkpoint in messages.
+func (o InferOptions) mappedCheckpoint() string {
+	if mapped, _ := o.sides(); mapped != "exported" {
+		return "the " + mapped + " checkpoint"
+	}
+	return "the export"
 }
 
 // An Inference is the mapping of an exported checkpoint's names onto a
@@ -100,17 +120,23 @@ func Block(shape []uint64) (rows, cols uint64) {
 // permutations with the config's heads. Where the names agree too
 // (wrapper segments and prefixes aside) the layout is the published one.
 // What shapes leave open is listed by Samples. env is the config, for
-// heads and head_dim.
+// heads and head_dim. The roles are the template's (HF names) and the
+// unknown naming's: a published checkpoint in a trainer's names is
+// inferred against an HF export by passing the export first (and
+// InferOptions.Side "published", for the messages); "published" and
+// "exported" in the fields of Sample and InferReport then mean the
+// template and the side mapped.
 func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptions) (*Inference, error) {
 	opt.MaxTemplates = cmp.Or(opt.MaxTemplates, DefaultMaxTemplates)
 	opt.MaxCandidates = cmp.Or(opt.MaxCandidates, DefaultMaxCandidates)
 	inf := &Inference{pubInfo: published, expInfo: exported, env: inferEnvOf(env), rawEnv: env, opt: opt}
 	var err error
+	mapped, template := opt.sides()
 	if inf.pub, err = templatesOf(published, opt.MaxTemplates); err != nil {
-		return nil, fmt.Errorf("published: %v", err)
+		return nil, fmt.Errorf("%s: %v", template, err)
 	}
 	if inf.exp, err = templatesOf(exported, opt.MaxTemplates); err != nil {
-		return nil, fmt.Errorf("exported: %v", err)
+		return nil, fmt.Errorf("%s: %v", mapped, err)
 	}
 	inf.cands = make([][]candidate, len(inf.exp))
 	total := 0
@@ -120,8 +146,7 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 			inf.cands[x] = inf.candidatesFor(x, transposes)
 			total += len(inf.cands[x])
 			if total > opt.MaxCandidates {
-				return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
-					opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
+				return nil, inf.tooManyCandidates()
 			}
 			// A side stores matrices transposed when a template can only
 			// be a transpose.
@@ -133,8 +158,7 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 		total = 0
 	}
 	if !inf.addConcats(opt.MaxCandidates) {
-		return nil, fmt.Errorf("more than %d candidate layouts between %d exported and %d published name templates: inference stops at %d (InferOptions.MaxCandidates)",
-			opt.MaxCandidates, len(inf.exp), len(inf.pub), opt.MaxCandidates)
+		return nil, inf.tooManyCandidates()
 	}
 	inf.resolveByHeaders()
 	inf.checkAgreement(inf.decided(nil))
@@ -142,6 +166,12 @@ func Infer(published, exported []safetensors.TensorInfo, env Env, opt InferOptio
 	inf.dropConflicts()
 	inf.makeSamples()
 	return inf, nil
+}
+
+func (inf *Inference) tooManyCandidates() error {
+	mapped, template := inf.opt.sides()
+	return fmt.Errorf("more than %d candidate layouts between %d %s and %d %s name templates: inference stops at %d (InferOptions.MaxCandidates)",
+		inf.opt.MaxCandidates, len(inf.exp), mapped, len(inf.pub), template, inf.opt.MaxCandidates)
 }
 
 // resolveByHeaders takes what the names and shapes settle: a candidate
@@ -205,7 +235,8 @@ func (inf *Inference) dropConflicts() {
 			}
 			for _, y := range members {
 				inf.chosen[y] = -1
-				inf.why[y] = fmt.Sprintf("%d exported templates would make %s", len(xs), inf.pub[p].key)
+				mapped, _ := inf.opt.sides()
+				inf.why[y] = fmt.Sprintf("%d %s templates would make %s", len(xs), mapped, inf.pub[p].key)
 			}
 		}
 	}
@@ -349,7 +380,8 @@ func (inf *Inference) Settle(samples []Sample) {
 		}
 		switch {
 		case best < 0 || bd > MatchBound:
-			inf.why[x] = "no candidate's sampled values are near the published ones"
+			_, template := inf.opt.sides()
+			inf.why[x] = "no candidate's sampled values are near the " + template + " ones"
 		case second <= max(4*bd, 1e-6):
 			inf.why[x] = whySeveral
 		default:
@@ -556,8 +588,9 @@ func (inf *Inference) Adapter() (*Adapter, error) {
 
 // An InferReport says what inference mapped and what it left open.
 type InferReport struct {
-	// Templates counts the name templates of each side (published,
-	// exported).
+	// Templates counts the name templates of each side (the template,
+	// the side mapped: published, exported unless InferOptions.Side says
+	// otherwise).
 	Templates [2]int
 	Rules     int // mapping rules written
 	Mapped    int // exported templates mapped
@@ -613,6 +646,7 @@ type InferUnmapped struct {
 // Report says what was mapped and what was not.
 func (inf *Inference) Report() InferReport {
 	r := InferReport{Templates: [2]int{len(inf.pub), len(inf.exp)}, SampleBytes: inf.sampleBytes, Settled: inf.settled, Conflicts: inf.conflicts}
+	mapped, template := inf.opt.sides()
 	for x, xt := range inf.exp {
 		if k := inf.chosen[x]; k >= 0 {
 			r.Mapped++
@@ -632,7 +666,7 @@ func (inf *Inference) Report() InferReport {
 					a.Candidates = append(a.Candidates, cs[i].describe(inf.pub))
 				}
 			}
-			a.Settle = "the values of one instance would settle it: --adapter exported=infer"
+			a.Settle = "the values of one instance would settle it: --adapter " + mapped + "=infer"
 			if inf.settled {
 				a.Settle = inf.why[x]
 			}
@@ -644,7 +678,7 @@ func (inf *Inference) Report() InferReport {
 		case !xt.safe:
 			u.Why = "its name holds characters the rule language cannot hold as a word (refused)"
 		case u.Why == "":
-			u.Why = "no published template of its instance count, indices and shape"
+			u.Why = "no " + template + " template of its instance count, indices and shape"
 		}
 		if len(cs) > 0 {
 			u.Best = cs[0].describe(inf.pub)

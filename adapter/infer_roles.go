@@ -71,8 +71,8 @@ func (inf *Inference) roleAgreement(c *candidate) (int, string) {
 		if len(want) != len(got) || slices.Contains(got, roleNone) {
 			return agreeUnknown, ""
 		}
-		return agreeOf(slices.Equal(got, want)), fmt.Sprintf("its names say the parts are %s, and %s joins %s (reordered in the export?)",
-			rolesText(got), inf.pub[c.targets[0].pub].key, rolesText(want))
+		return agreeOf(slices.Equal(got, want)), fmt.Sprintf("its names say the parts are %s, and %s joins %s (reordered in %s?)",
+			rolesText(got), inf.pub[c.targets[0].pub].key, rolesText(want), inf.opt.mappedCheckpoint())
 	}
 	single, fused := rolesOf(inf.exp[c.exp])
 	var got []role
@@ -85,9 +85,9 @@ func (inf *Inference) roleAgreement(c *candidate) (int, string) {
 	}
 	switch {
 	case len(got) == 1 && single != roleNone:
-		return agreeOf(got[0] == single), fmt.Sprintf("its name says %s, not %s (swapped in the export?)", single, got[0])
+		return agreeOf(got[0] == single), fmt.Sprintf("its name says %s, not %s (swapped in %s?)", single, got[0], inf.opt.mappedCheckpoint())
 	case len(got) > 1 && len(fused) == len(got):
-		return agreeOf(slices.Equal(got, fused)), fmt.Sprintf("its name says the parts are %s, not %s (reordered in the export?)", rolesText(fused), rolesText(got))
+		return agreeOf(slices.Equal(got, fused)), fmt.Sprintf("its name says the parts are %s, not %s (reordered in %s?)", rolesText(fused), rolesText(got), inf.opt.mappedCheckpoint())
 	}
 	return agreeUnknown, ""
 }

@@ -38,9 +38,10 @@ type SideOptions struct {
 	Fixed bool
 	// Extra runs after the side's adapter (custom renames, --strip-prefix).
 	Extra adapter.Chain
-	// Infer, on the exported side, infers its adapter from the two headers
-	// and samples of the values where the shapes leave candidates open
-	// (see adapter.Infer); the inferred adapter is then the side's chain.
+	// Infer infers the side's adapter from the two headers, the other
+	// side's HF names the template, and samples of the values where the
+	// shapes leave candidates open (see adapter.Infer); the inferred
+	// adapter is then the side's chain. One side at most infers.
 	Infer bool
 }
 
@@ -105,8 +106,9 @@ type Comparison struct {
 	notCompared map[string]string
 	// quant is each side's quantization (published, exported).
 	quant [2]quantSide
-	// Inference is the exported side's inferred mapping, when inferred.
-	Inference *adapter.Inference
+	// Inference is the inferred mapping of InferredSide, when inferred.
+	Inference    *adapter.Inference
+	InferredSide Side
 }
 
 // Tie is what is known of tie_word_embeddings and where it came from.
@@ -124,6 +126,9 @@ type Tie struct {
 // CompareValues'). Printing is package report's. ctx stops it between
 // phases.
 func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions) (*Comparison, error) {
+	if opt.Published.Infer && opt.Exported.Infer {
+		return nil, errors.New("--adapter published=infer and exported=infer: inference maps one side's names onto the other's HF names, so one side at most infers")
+	}
 	d := &Comparison{
 		Published: &Mapped{Side: Published, Checkpoint: pub},
 		Exported:  &Mapped{Side: Exported, Checkpoint: exp},
@@ -170,14 +175,20 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	d.Findings = append(validated[0], validated[1]...)
 	d.Findings = append(d.Findings, ggufConfigMismatches(parsedConfig(pub), exp)...)
 	// The export's logical tensors are capped by what could match: a hostile
-	// export of stacked zero-byte experts cannot make millions of them.
+	// export of stacked zero-byte experts cannot make millions of them. An
+	// inferred published side is capped by the export it is inferred
+	// against.
 	limit := 2*len(physical[0]) + maxExtraTensors
+	limits := [2]int{limit, limit}
+	if sideOpts[0].Infer {
+		limits[0] = 2*len(physical[1]) + maxExtraTensors
+	}
 	// transformers loads the export under the published model's other HF
 	// names too (its base model prefix, a VLM's older or newer names): the
 	// exported view is aligned to the published one.
 	aliases := adapter.AliasesOf(modelType)
 	side := func(i int, cands []adapter.Chain) adapter.Side {
-		s := adapter.Side{Tensors: physical[i], Candidates: cands, MaxTensors: limit}
+		s := adapter.Side{Tensors: physical[i], Candidates: cands, MaxTensors: limits[i]}
 		if i == 1 {
 			s.Aliases = aliases
 		}
@@ -186,13 +197,16 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	// Most exports need no adapter: when every exported name is a published
 	// one as they stand, no adapter can match more of them, and the
 	// candidates need not be looked for.
-	if sideOpts[1].Infer {
-		inf, a, err := inferExported(d.Published, d.Exported, physical, env, true)
+	for i, so := range sideOpts {
+		if !so.Infer {
+			continue
+		}
+		inf, a, err := inferSide(sides[i].Side, d.Published, d.Exported, physical, env, true)
 		if err != nil {
 			return nil, err
 		}
-		d.Inference = inf
-		sideOpts[1].Chain, sideOpts[1].Fixed = adapter.Chain{a}, true
+		d.Inference, d.InferredSide = inf, sides[i].Side
+		sideOpts[i].Chain, sideOpts[i].Fixed = adapter.Chain{a}, true
 	}
 	for i, so := range sideOpts {
 		if so.Fixed {
@@ -203,8 +217,8 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	}
 	// One chain a side: Choose has nothing to choose, and the two views
 	// are built at once.
-	wg.Go(func() { d.Published.View = candidates[0][0].ApplyLimit(physical[0], env, limit) })
-	d.Exported.View = candidates[1][0].ApplyLimit(physical[1], env, limit)
+	wg.Go(func() { d.Published.View = candidates[0][0].ApplyLimit(physical[0], env, limits[0]) })
+	d.Exported.View = candidates[1][0].ApplyLimit(physical[1], env, limits[1])
 	wg.Wait()
 	d.Exported.View = aliases.Align(d.Published.View, d.Exported.View)
 	d.Tie = tieOf(pub, exp, opt.Tied)
@@ -249,12 +263,12 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	}
 	// No preset reaches half of the published keys: inference from the
 	// headers alone (so auto stays header-only) may.
-	if !sideOpts[1].Fixed && !sideOpts[1].Infer && d.inferenceMayHelp(common) {
-		if inf, a, err := inferExported(d.Published, d.Exported, physical, env, false); err == nil {
+	if !sideOpts[1].Fixed && d.Inference == nil && d.inferenceMayHelp(common) {
+		if inf, a, err := inferSide(Exported, d.Published, d.Exported, physical, env, false); err == nil {
 			chosen := d.Exported.View
 			d.Exported.View = aliases.Align(d.Published.View, adapter.Chain{a}.Then(sideOpts[1].Extra).ApplyLimit(physical[1], env, limit))
 			if s, c := judge(); c > common {
-				structural, common, d.Inference = s, c, inf
+				structural, common, d.Inference, d.InferredSide = s, c, inf, Exported
 			} else {
 				d.Exported.View = chosen
 				structural, common = judge()

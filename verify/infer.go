@@ -14,15 +14,22 @@ import (
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
-// inferExported infers the exported side's adapter from the two headers
+// inferSide infers the adapter of one side (the one in an unknown
+// naming) from the two headers, the other side's HF names the template,
 // and, when values is set, from samples of the candidates the headers
 // leave open, read here (the adapter package reads no files): at most
-// adapter.MaxSampleBytes in all.
-func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env adapter.Env, values bool) (*adapter.Inference, *adapter.Adapter, error) {
-	inf, err := adapter.Infer(physical[0], physical[1], env, adapter.InferOptions{
+// adapter.MaxSampleBytes in all. The same inference runs for either
+// side, the roles swapped: its adapter maps the side's names to HF names.
+func inferSide(side Side, pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env adapter.Env, values bool) (*adapter.Inference, *adapter.Adapter, error) {
+	tpl, unk := 0, 1
+	if side == Published {
+		tpl, unk = 1, 0
+	}
+	sides := [2]*Mapped{pub, exp}
+	inf, err := adapter.Infer(physical[tpl], physical[unk], env, adapter.InferOptions{Side: string(side),
 		From: fmt.Sprintf("published %s and exported %s", pub.Checkpoint.Path, exp.Checkpoint.Path)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--adapter exported=infer: %v", err)
+		return nil, nil, fmt.Errorf("--adapter %s=infer: %v", side, err)
 	}
 	if values {
 		samples := inf.Samples()
@@ -51,8 +58,10 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 		}
 		for i := range samples {
 			s := &samples[i]
-			p, perr := block(s.Published, 0, pub.Sources, s)
-			e, eerr := block(s.Exported, 1, exp.Sources, s)
+			// Sample.Published is the template's block, Exported the
+			// mapped side's.
+			p, perr := block(s.Published, tpl, sides[tpl].Sources, s)
+			e, eerr := block(s.Exported, unk, sides[unk].Sources, s)
 			if perr != nil || eerr != nil {
 				continue // settles nothing: reported as ambiguous
 			}
@@ -62,7 +71,7 @@ func inferExported(pub, exp *Mapped, physical [2][]safetensors.TensorInfo, env a
 	}
 	a, err := inf.Adapter()
 	if err != nil {
-		return nil, nil, fmt.Errorf("--adapter exported=infer: the inferred adapter does not parse: %v", err)
+		return nil, nil, fmt.Errorf("--adapter %s=infer: the inferred adapter does not parse: %v", side, err)
 	}
 	return inf, a, nil
 }
@@ -219,13 +228,15 @@ func decodeAll(out []float64, b []byte, d safetensors.DType) []float64 {
 	return out
 }
 
-// inferenceNotes adds to each unexpected key that inference left unmapped
-// why, and its best candidate; and says, on every finding of a mapped key,
-// that the mapping was inferred.
+// inferenceNotes adds to each key of the inferred side that inference
+// left unmapped why, and its best candidate; and says, on every finding of
+// a mapped key, that the mapping was inferred.
 func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
 	if d.Inference == nil {
 		return fs
 	}
+	side := d.InferredSide
+	unmapped, lacking := unmappedCodes(side)
 	notes := d.Inference.Notes()
 	for i := range fs {
 		f := &fs[i]
@@ -233,27 +244,38 @@ func (d *Comparison) inferenceNotes(fs []Finding) []Finding {
 		if f.Physical != "" {
 			name = f.Physical
 		}
-		if note, ok := notes[name]; ok && f.Code == CodeUnexpectedKey {
+		if note, ok := notes[name]; ok && f.Code == unmapped {
 			f.Message += "; " + note
-		} else if f.Code == CodeShapeMismatch || f.Code == CodeDTypeMismatch || f.Code == CodeMissingKey {
+		} else if f.Code == CodeShapeMismatch || f.Code == CodeDTypeMismatch || f.Code == lacking {
 			f.Message += " (adapter inferred)"
 		}
 	}
 	rep := d.Inference.Report()
-	if f, ok := ambiguityFinding(rep); ok {
+	if f, ok := ambiguityFinding(rep, side); ok {
 		fs = append(fs, f)
 	}
 	for _, c := range rep.Conflicts {
-		fs = append(fs, Finding{Code: CodeInferConflict, Severity: Error, Side: Exported,
+		fs = append(fs, Finding{Code: CodeInferConflict, Severity: Error, Side: side,
 			Message: "inference: " + c.Summary()})
 	}
 	return fs
 }
 
+// unmappedCodes are the codes of an inferred side's keys: those it has
+// that the other side lacks (its tensors left unmapped among them), and
+// those it lacks. The exported side's extra keys are unexpected_key, the
+// published side's missing_key.
+func unmappedCodes(side Side) (extra, lacking Code) {
+	if side == Published {
+		return CodeMissingKey, CodeUnexpectedKey
+	}
+	return CodeUnexpectedKey, CodeMissingKey
+}
+
 // ambiguityFinding says, once, which templates inference left between
-// candidates and what would settle them: values, when only the headers
-// were read; nothing, when the samples could not.
-func ambiguityFinding(r adapter.InferReport) (Finding, bool) {
+// candidates of the inferred side and what would settle them: values,
+// when only the headers were read; nothing, when the samples could not.
+func ambiguityFinding(r adapter.InferReport, side Side) (Finding, bool) {
 	if len(r.Ambiguities) == 0 {
 		return Finding{}, false
 	}
@@ -265,13 +287,14 @@ func ambiguityFinding(r adapter.InferReport) (Finding, bool) {
 	if more := len(r.Ambiguities) - len(names); more > 0 {
 		list += fmt.Sprintf(", and %d more", more)
 	}
-	msg := fmt.Sprintf("inference from names and shapes left %s between candidates of equal shape: %s; their tensors are unexpected_key. The values of one instance each would settle them: compare with --adapter exported=infer",
-		textfmt.Plural(len(r.Ambiguities), "template"), list)
+	extra, _ := unmappedCodes(side)
+	msg := fmt.Sprintf("inference from names and shapes left %s between candidates of equal shape: %s; their tensors are %s. The values of one instance each would settle them: compare with --adapter %s=infer",
+		textfmt.Plural(len(r.Ambiguities), "template"), list, extra, side)
 	if r.Settled {
-		msg = fmt.Sprintf("inference left %s between candidates the sampled values fit equally well or not at all: %s; their tensors are unexpected_key (map them with --adapter-file)",
-			textfmt.Plural(len(r.Ambiguities), "template"), list)
+		msg = fmt.Sprintf("inference left %s between candidates the sampled values fit equally well or not at all: %s; their tensors are %s (map them with --adapter-file)",
+			textfmt.Plural(len(r.Ambiguities), "template"), list, extra)
 	}
-	return Finding{Code: CodeInferAmbiguous, Severity: Warning, Side: Exported, Message: msg}, true
+	return Finding{Code: CodeInferAmbiguous, Severity: Warning, Side: side, Message: msg}, true
 }
 
 // maxListedAmbiguities is how many ambiguous templates a finding or the
@@ -290,7 +313,7 @@ type InferredInput struct {
 	// siblings contradict (inference_conflict).
 	Conflicts   int   `json:"conflicts"`
 	SampleBytes int64 `json:"sample_bytes"`
-	// Values says whether samples were read (--adapter exported=infer) or
+	// Values says whether samples were read (--adapter SIDE=infer) or
 	// only the headers (auto's fallback).
 	Values bool `json:"values"`
 }

@@ -40,8 +40,10 @@ func matchedKeys(d *Comparison) []string {
 	return out
 }
 
-func TestInferConventions(t *testing.T) {
-	cases := []inferCase{
+// inferCases are the preset-covered layouts inference must map as the
+// presets do, on either side.
+func inferCases() []inferCase {
+	return []inferCase{
 		{"torchtitan qwen3 moe v0.2 names", func() *hfModel { return hfLlama("qwen3_moe", 12) },
 			func(m *hfModel) []fixture.Tensor { return ttQwen3(m, ttOpts{g: ttG1, experts: 12}) }, "torchtitan-qwen3",
 			func(m *hfModel) []fixture.Tensor {
@@ -84,7 +86,10 @@ func TestInferConventions(t *testing.T) {
 			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, false) }, "nanogpt",
 			func(m *hfModel) []fixture.Tensor { return nanoGPT(m, true) }, true},
 	}
-	for _, c := range cases {
+}
+
+func TestInferConventions(t *testing.T) {
+	for _, c := range inferCases() {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.model()
 			pub := writeHFModel(t, m)
@@ -276,15 +281,15 @@ func jaxScan(m *hfModel) []fixture.Tensor {
 	return m.done(out)
 }
 
-// TestInferNoPreset: layouts no preset covers map through inference, every
-// published key with values passing, and the written adapter loads back;
-// their negative controls fail.
-func TestInferNoPreset(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		model          func() *hfModel
-		export, broken func(m *hfModel) []fixture.Tensor
-	}{
+// A noPresetCase is a layout no preset covers, with its negative control.
+type noPresetCase struct {
+	name           string
+	model          func() *hfModel
+	export, broken func(m *hfModel) []fixture.Tensor
+}
+
+func noPresetCases() []noPresetCase {
+	return []noPresetCase{
 		{"jax-style kernels, fused transposed qkv with GQA sizes", func() *hfModel { return hfLlama("llama", 0) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, false) },
 			func(m *hfModel) []fixture.Tensor { return jaxStyle(m, true) }},
@@ -299,7 +304,14 @@ func TestInferNoPreset(t *testing.T) {
 		{"phi-3 fused qkv_proj and gate_up_proj, exported apart", phi3Model,
 			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, false) },
 			func(m *hfModel) []fixture.Tensor { return phi3Unfused(m, true) }},
-	} {
+	}
+}
+
+// TestInferNoPreset: layouts no preset covers map through inference, every
+// published key with values passing, and the written adapter loads back;
+// their negative controls fail.
+func TestInferNoPreset(t *testing.T) {
+	for _, c := range noPresetCases() {
 		t.Run(c.name, func(t *testing.T) {
 			m := c.model()
 			pub := writeHFModel(t, m)

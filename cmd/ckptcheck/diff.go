@@ -29,7 +29,7 @@ func diffCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			formatFlag, failOnFlag, verboseFlag, ignoreFlag, variantFlag,
 			&cli.StringSliceFlag{Name: "adapter", Usage: "adapter chain per side, `SIDE=CHAIN` (published= or exported=; a bare CHAIN is the exported side), e.g. exported=torchtitan-hf,compile; auto by default (repeatable)"},
-			&cli.StringFlag{Name: "write-adapter", Usage: "write the adapter inferred with --adapter exported=infer to `FILE`, created fresh (never overwritten), for review and --adapter-file", TakesFile: true},
+			&cli.StringFlag{Name: "write-adapter", Usage: "write the adapter inferred with --adapter exported=infer (or published=infer) to `FILE`, created fresh (never overwritten), for review and --adapter-file", TakesFile: true},
 			&cli.StringSliceFlag{Name: "adapter-file", Usage: "load an adapter from `FILE`, written in the rule language (see ckptcheck adapters); --adapter can name it and auto considers it (repeatable)", TakesFile: true},
 			&cli.StringFlag{Name: "explain", Usage: "print how `KEY` (an HF name, or a physical name of either side) maps on each side, instead of the diff"},
 			&cli.StringSliceFlag{Name: "strip-prefix", Usage: "remove `PREFIX` from exported names (repeatable, applied in order)"},
@@ -118,7 +118,11 @@ func runDiff(ctx context.Context, cmd *cli.Command) error {
 	inputs := []verify.Input{verify.DescribeInput(cks[0], verify.Published), verify.DescribeInput(cks[1], verify.Exported)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
 	if d.Inference != nil {
-		inputs[1].Adapter, inputs[1].Inferred = "infer", verify.DescribeInference(d.Inference)
+		in := &inputs[1]
+		if d.InferredSide == verify.Published {
+			in = &inputs[0]
+		}
+		in.Adapter, in.Inferred = "infer", verify.DescribeInference(d.Inference)
 		if err := writeInferred(cmd, d.Inference.Text()); err != nil {
 			return err
 		}
@@ -256,14 +260,12 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 			}
 			chain = c
 		}
+		// The last --adapter of a side wins.
 		if chain == "auto" {
-			side.Fixed = false
+			side.Fixed, side.Infer = false, false
 			continue
 		}
 		if chain == "infer" {
-			if side != &opt.Exported {
-				return opt, usageError("--adapter %q: inference maps the exported side onto the published one; use exported=infer", spec)
-			}
 			side.Infer, side.Fixed = true, false
 			continue
 		}
@@ -271,7 +273,7 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 		if err != nil {
 			return opt, usageError("--adapter: %v", err)
 		}
-		side.Chain, side.Fixed = c, true
+		side.Chain, side.Fixed, side.Infer = c, true, false
 	}
 	var extra adapter.Chain
 	for _, p := range cmd.StringSlice("strip-prefix") {
@@ -285,6 +287,9 @@ func diffOptions(cmd *cli.Command) (verify.DiffOptions, error) {
 		extra = append(extra, a)
 	}
 	opt.Exported.Extra = extra
+	if opt.Published.Infer && opt.Exported.Infer {
+		return opt, usageError("--adapter published=infer and exported=infer: inference maps one side's names onto the other's HF names; infer one side")
+	}
 	switch t := cmd.String("tied"); t {
 	case "":
 	case "true", "false":

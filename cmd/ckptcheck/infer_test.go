@@ -90,3 +90,37 @@ func TestWriteAdapter(t *testing.T) {
 		t.Errorf("--explain inferred: exit %d (%s)\n%s\nwant the written adapter\n%s", code, stderr, out, text)
 	}
 }
+
+// TestWritePublishedAdapter: --adapter published=infer infers the names of
+// a checkpoint published in a trainer's names against an HF export; the
+// report says so of inputs[0], the findings keep HF keys, and the written
+// adapter, loaded as --adapter published=FILE's name, gives the same
+// report. Both sides cannot infer.
+func TestWritePublishedAdapter(t *testing.T) {
+	pub, exp := trainerExport(t), tinyCheckpoint(t)
+	file := filepath.Join(t.TempDir(), "trainer.adapter")
+	inferred := diffJSON(t, pub, exp, "--adapter", "published=infer", "--values", "--write-adapter", file)
+	if in := inferred.Inputs[0]; in.Adapter != "infer" || !strings.Contains(string(in.Inferred), `"rules"`) || inferred.Inputs[1].Inferred != nil {
+		t.Errorf("inputs: %+v", inferred.Inputs)
+	}
+	text, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(text), "rename net.blocks.{i0}.attn.query.weight model.layers.{i0}.self_attn.q_proj.weight") {
+		t.Fatalf("written adapter (%v):\n%s", err, text)
+	}
+	if !inferred.OK {
+		t.Errorf("inferred diff fails: %+v\n%s", inferred.Findings, text)
+	}
+	for _, f := range inferred.Findings {
+		if strings.Contains(f.Key, "net.") {
+			t.Errorf("finding of a trainer's name: %+v", f)
+		}
+	}
+	back := diffJSON(t, pub, exp, "--adapter-file", file, "--adapter", "published=inferred", "--values")
+	if back.Inputs[0].Adapter != "inferred" || back.OK != inferred.OK || !slices.Equal(back.Findings, inferred.Findings) {
+		t.Errorf("the written adapter's report differs:\n%+v\nwant\n%+v", back, inferred)
+	}
+	code, _, stderr := ckptcheck(t, "diff", pub, exp, "--adapter", "published=infer", "--adapter", "exported=infer")
+	if code != 2 || !strings.Contains(stderr, "infer one side") {
+		t.Errorf("both sides infer: exit %d, %s", code, stderr)
+	}
+}
