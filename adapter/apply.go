@@ -324,8 +324,8 @@ func (a stage) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 			continue
 		}
 		made := out[n0:]
-		if r.add != 0 && slices.ContainsFunc(made, func(m Tensor) bool { return m.Transposed }) {
-			fail(t.Source, "add= on a tensor stored transposed: its values are read tile by tile, not decoded")
+		if slices.ContainsFunc(made, func(m Tensor) bool { return m.Transposed && m.Add+r.add != 0 }) {
+			fail(t.Source, "a shift (add=) on a tensor read transposed: its values are read tile by tile, not decoded")
 			out = out[:n0]
 			continue
 		}

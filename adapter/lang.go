@@ -236,7 +236,7 @@ func words(line string) []string {
 // weights w as w+1: "rename blk.{i}.attn_norm.weight
 // model.layers.{i}.input_layernorm.weight add=-1"). Nothing is read here:
 // the tensor carries Add, and the value comparison applies it as it
-// decodes. A tensor stored transposed takes no add=.
+// decodes. A tensor read transposed takes no shift, before or after.
 //
 // A line "then" ends a stage: the rules after it see the tensors the rules
 // before it made, under their new names, as a chain of adapters would (a

@@ -146,7 +146,8 @@ func TestAdd(t *testing.T) {
 		{"stages add up", "rename n w add=-1\nthen\nrename w v add=0.25", map[string]float64{"v": -0.75}, ""},
 		{"kept through cuts", "rename s s2 add=2\nthen\nunstack s2 y.{e}\nthen\nsplit y.1 a b dim=1", map[string]float64{"y.0": 2, "a": 2, "b": 2}, ""},
 		{"kept through a join", "rename n n2 add=1\nrename o o2 add=2\nthen\nconcat n2+o2 j", nil, "shifted differently"},
-		{"transposed", "transpose m t\nthen\nrename t u add=1", nil, "stored transposed"},
+		{"transposed", "transpose m t\nthen\nrename t u add=1", nil, "read transposed"},
+		{"shifted, then transposed", "rename m t add=1\nthen\ntranspose t u", nil, "read transposed"},
 	}
 	for _, tt := range tests {
 		v := Chain{parseRules(t, tt.rules)}.Apply(in, Env{})
