@@ -208,3 +208,34 @@ func TestDiffGGUFQwen3MoE(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffGGUFPhi3: Phi-3's fused qkv_proj and gate_up_proj are llama.cpp's
+// attn_qkv and ffn_up, whole; the rope factors the converter makes from
+// rope_scaling are dropped.
+func TestDiffGGUFPhi3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 4))
+	ts := []hfTensor{tinyTensor(rng, "model.embed_tokens.weight", "token_embd.weight", 0, tinyVocab, tinyHidden),
+		tinyTensor(rng, "model.norm.weight", "output_norm.weight", 1, tinyHidden),
+		tinyTensor(rng, "lm_head.weight", "output.weight", 0, tinyVocab, tinyHidden)}
+	for l := range 2 {
+		p, g := fmt.Sprintf("model.layers.%d.", l), fmt.Sprintf("blk.%d.", l)
+		ts = append(ts,
+			tinyTensor(rng, p+"self_attn.qkv_proj.weight", g+"attn_qkv.weight", 0, (tinyHeads+2*tinyKV)*32, tinyHidden),
+			tinyTensor(rng, p+"self_attn.o_proj.weight", g+"attn_output.weight", 0, tinyHidden, tinyHeads*32),
+			tinyTensor(rng, p+"mlp.gate_up_proj.weight", g+"ffn_up.weight", 0, 2*tinyFF, tinyHidden),
+			tinyTensor(rng, p+"mlp.down_proj.weight", g+"ffn_down.weight", 0, tinyHidden, tinyFF),
+			tinyTensor(rng, p+"input_layernorm.weight", g+"attn_norm.weight", 1, tinyHidden),
+			tinyTensor(rng, p+"post_attention_layernorm.weight", g+"ffn_norm.weight", 1, tinyHidden))
+	}
+	pub := export(t, tinyFixture(ts), map[string]any{"model_type": "phi3", "architectures": []string{"Phi3ForCausalLM"},
+		"hidden_size": tinyHidden, "num_attention_heads": tinyHeads, "num_key_value_heads": tinyKV,
+		"num_hidden_layers": 2, "intermediate_size": tinyFF, "vocab_size": tinyVocab, "tie_word_embeddings": false, "torch_dtype": "float32"})
+	f := tinyGGUFOf(ts, ggufEdit{arch: "phi3"})
+	f.Tensors = append(f.Tensors, w.Tensor{Name: "rope_factors_long.weight", Dims: []uint64{16}, Type: uint32(gguf.TypeF32), Data: make([]byte, 64)})
+	exp := filepath.Join(t.TempDir(), "model.gguf")
+	must(t, os.WriteFile(exp, f.Bytes(), 0o644))
+	got, rep := ggufErrors(t, pub, exp, "gguf-phi3")
+	if len(got) > 0 || rep.Compared != len(ts) || rep.Mismatched != 0 {
+		t.Errorf("errors %q; compared %d (want %d), mismatched %d", got, rep.Compared, len(ts), rep.Mismatched)
+	}
+}
