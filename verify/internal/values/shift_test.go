@@ -3,6 +3,7 @@ package values
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -42,8 +43,8 @@ func TestShiftedPlain(t *testing.T) {
 		outside uint64
 	}{{"w+1", plus, 0}, {"w", w, rows * cols}} {
 		var f fileBuilder
-		pub := Operand{DType: safetensors.F32, Shape: []uint64{rows, cols}, Segments: f.add(encodeAs(w, safetensors.F32))}
-		exp := Operand{Shape: []uint64{rows, cols}, Codec: c, Parts: [][]Segment{f.add(encodeAs(tt.stored, safetensors.F32))}}
+		pub := Operand{DType: safetensors.F32, Shape: []uint64{rows, cols}, Segments: f.add(f32LE(w))}
+		exp := Operand{Shape: []uint64{rows, cols}, Codec: c, Parts: [][]Segment{f.add(f32LE(tt.stored))}}
 		p := &Pair{Name: "n", Published: pub, Exported: exp}
 		if _, err := Run(context.Background(), []io.ReaderAt{bytes.NewReader(f.b)}, []*Pair{p}, Options{Workers: 2}); err != nil {
 			t.Fatal(err)
@@ -53,6 +54,15 @@ func TestShiftedPlain(t *testing.T) {
 			t.Errorf("%s: steps %+v, want %d outside (stats %+v)", tt.name, s, tt.outside, p.Stats)
 		}
 	}
+}
+
+// f32LE is vals as little-endian F32 bytes.
+func f32LE(vals []float32) []byte {
+	b := make([]byte, 0, 4*len(vals))
+	for _, v := range vals {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
 }
 
 // TestShiftedCodec: a shifted GGML codec decodes what it decodes plus the
