@@ -44,6 +44,12 @@ type Tensor struct {
 	// other side's Hugging Face naming (see Aliases.Align), and AliasOf
 	// its name before; empty when not renamed so.
 	Alias, AliasOf string
+	// Add, when not 0, is what the logical values are off the stored ones:
+	// logical = stored + Add, element by element (a rule's add= option;
+	// llama.cpp stores Gemma's norm weights w as w+1, read with Add -1).
+	// The bytes are those stored; a value comparison applies it as it
+	// decodes.
+	Add float64
 	// Quant is set on a quantized weight (see View.BindQuant).
 	Quant *Quantized
 }

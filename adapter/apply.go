@@ -324,8 +324,14 @@ func (a stage) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 			continue
 		}
 		made := out[n0:]
+		if slices.ContainsFunc(made, func(m Tensor) bool { return m.Transposed && m.Add+r.add != 0 }) {
+			fail(t.Source, "a shift (add=) on a tensor read transposed: its values are read tile by tile, not decoded")
+			out = out[:n0]
+			continue
+		}
 		for k := range made {
 			made[k].Rule = r.where
+			made[k].Add += r.add
 		}
 		if n := b.commit(made); n < len(made) {
 			v.stop(t.Source, r.where, b, len(in)-i-1)

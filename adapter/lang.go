@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -46,6 +47,7 @@ type rule struct {
 	groups  *expr
 	sizes   []*expr
 	heads   *expr
+	add     float64 // add=: added to every value of what the mapping makes
 }
 
 // A ruleSpec says how one rule word is written: adding a rule kind is an
@@ -62,11 +64,11 @@ var ruleSpecs = map[string]ruleSpec{
 	"strip-prefix":   {kind: opStripPrefix, min: 1, max: 1, build: buildLiteral},
 	"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
 	"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
-	"rename":         {kind: opRename, min: 2, max: 2, build: buildMapping},
-	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes"}, build: buildMapping},
-	"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes"}, build: buildMapping},
-	"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim"}, build: buildConcat},
-	"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads"}, required: []string{"heads"}, build: buildMapping},
+	"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add"}, build: buildMapping},
+	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add"}, build: buildMapping},
+	"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add"}, build: buildMapping},
+	"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "add"}, build: buildConcat},
+	"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add"}, required: []string{"heads"}, build: buildMapping},
 	"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
 	"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
 	"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
@@ -99,6 +101,14 @@ var optionSpecs = map[string]func(r *rule, v string) error{
 	"heads": func(r *rule, v string) (err error) {
 		r.heads, err = parseExpr(v)
 		return err
+	},
+	"add": func(r *rule, v string) error {
+		a, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsInf(a, 0) || math.IsNaN(a) || a == 0 {
+			return fmt.Errorf("add=%s: want a finite number other than 0", v)
+		}
+		r.add = a
+		return nil
 	},
 }
 
@@ -220,6 +230,14 @@ func words(line string) []string {
 //	drop SRC REASON...                   no counterpart, said as adapter_dropped
 //	ignore SRC                           not a weight (buffers), left out silently
 //
+// Rename, unstack, split, concat and permute take a value rule too:
+// add=X (a decimal number) says the stored values are X off the logical
+// ones, which are the stored values plus X (llama.cpp stores Gemma's norm
+// weights w as w+1: "rename blk.{i}.attn_norm.weight
+// model.layers.{i}.input_layernorm.weight add=-1"). Nothing is read here:
+// the tensor carries Add, and the value comparison applies it as it
+// decodes. A tensor read transposed takes no shift, before or after.
+//
 // A line "then" ends a stage: the rules after it see the tensors the rules
 // before it made, under their new names, as a chain of adapters would (a
 // fused QKV split into wq, wk and wv, then wq and wk permuted). Layouts
@@ -232,7 +250,7 @@ func words(line string) []string {
 // the whole name instead, and captures nothing. A mapping sees the name as
 // the rewrites before it left it; so do concat's other sources, which must
 // capture the same names as the first. Options are the trailing KEY=VALUE
-// words whose KEY is an option name (dim, groups, sizes, heads), and only
+// words whose KEY is an option name (dim, groups, sizes, heads, add), and only
 // for the rules that take options; any other word is an argument, "=" and
 // all, so a template or a regex replacement may hold "=". Expressions E are
 // integers and config.json fields (num_attention_heads, num_key_value_heads,

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -148,6 +149,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("name x\nconcat a.{i}+b.{i} c.{i} dim=1\nsplit c.{i} d e groups=2 sizes=1,1\npermute * z heads=num_attention_heads")
 	f.Add("name x\tdoc #1 # 2\nregex ^a#b$ $1=c\nunstack x a.{e} b.{e} sizes=hidden_size-1,1")
 	f.Add("name x\ncovers v1 # c\ntranspose a.{i} b.{i}\nthen\nunstack x c.{e}.{e+1} d.{e} dim=1\nthen\nrename b.{i} q.{i*2}")
+	f.Add("name x\nrename a b add=-1\nunstack x y.{e} add=0.5\nthen\nrename b c add=1e-3\ntranspose y.0 z\nthen\nrename z w add=2")
 	f.Fuzz(func(t *testing.T, src string) {
 		a, err := Parse("fuzz", src)
 		if err != nil {
@@ -165,9 +167,13 @@ func FuzzParse(f *testing.F) {
 		if len(v.Tensors) > 64 {
 			t.Fatalf("%d tensors past the limit", len(v.Tensors))
 		}
-		// Every segment lies inside its physical tensor, and every rule
-		// named is the adapter's.
+		// Every segment lies inside its physical tensor, every rule named
+		// is the adapter's, and a shift is finite and never on a tensor
+		// read transposed.
 		for _, lt := range v.Tensors {
+			if math.IsInf(lt.Add, 0) || math.IsNaN(lt.Add) || lt.Add != 0 && lt.Transposed {
+				t.Fatalf("%s: add %v, transposed %v", lt.Name, lt.Add, lt.Transposed)
+			}
 			for _, sg := range lt.Segments {
 				if sg.Source < 0 || sg.Source >= len(in) || sg.Length == 0 || sg.Offset+sg.Length > in[sg.Source].Size() {
 					t.Fatalf("%s: segment %+v outside its source", lt.Name, sg)

@@ -118,7 +118,7 @@ func (r *rule) unstack(out []Tensor, t Tensor, caps map[string]string, env Env, 
 	for e := range t.Shape[0] {
 		index := strconv.FormatUint(e, 10)
 		piece := Tensor{DType: t.DType, Shape: inner, Segments: src.appendRange(nil, e*slice, slice),
-			Source: t.Source + "[" + index + "]", Transposed: t.Transposed}
+			Source: t.Source + "[" + index + "]", Transposed: t.Transposed, Add: t.Add}
 		caps["{e}"] = index
 		var err error
 		if len(r.dst) == 1 {
@@ -245,7 +245,7 @@ func (r *rule) split(out []Tensor, t Tensor, caps map[string]string, env Env, di
 		if err != nil {
 			return out, err
 		}
-		out = append(out, Tensor{Name: name, DType: t.DType, Shape: shape, Segments: segs, Transposed: t.Transposed,
+		out = append(out, Tensor{Name: name, DType: t.DType, Shape: shape, Segments: segs, Transposed: t.Transposed, Add: t.Add,
 			Source: t.Source + "[" + describeCut(dim, len(t.Shape), groups, offset, size, block) + "]"})
 		offset += size
 	}
@@ -286,6 +286,9 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 		if p.Transposed != first.Transposed {
 			return Tensor{}, fmt.Errorf("cannot join a tensor stored transposed with one that is not")
 		}
+		if p.Add != first.Add {
+			return Tensor{}, fmt.Errorf("cannot join tensors whose stored values are shifted differently (add %g and %g)", first.Add, p.Add)
+		}
 		if p.DType != first.DType || len(p.Shape) != len(first.Shape) {
 			return Tensor{}, fmt.Errorf("cannot join %s %s with %s %s", first.DType, safetensors.FormatShape(first.Shape), p.DType, safetensors.FormatShape(p.Shape))
 		}
@@ -303,7 +306,7 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 		}
 		sources[i] = p.Source
 	}
-	joined := Tensor{DType: first.DType, Shape: shape, Source: strings.Join(sources, "+"), Transposed: first.Transposed}
+	joined := Tensor{DType: first.DType, Shape: shape, Source: strings.Join(sources, "+"), Transposed: first.Transposed, Add: first.Add}
 	inner := uint64(first.DType.Bits()/8) * product(first.Shape[dim+1:])
 	outer := product(first.Shape[:dim])
 	if inner == 0 || shape[dim] == 0 {

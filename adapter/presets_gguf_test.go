@@ -67,3 +67,50 @@ func TestGGUFPresets(t *testing.T) {
 		})
 	}
 }
+
+// TestGGUFPresetsMore: the Gemma, Qwen-MoE and Phi-3 presets map llama.cpp's
+// names to HF's, Gemma's norms shifted back by -1, MoE stacks unstacked.
+func TestGGUFPresetsMore(t *testing.T) {
+	tests := []struct {
+		preset string
+		in     []safetensors.TensorInfo
+		want   map[string]float64 // HF name → Add
+	}{
+		{"gguf-gemma", []safetensors.TensorInfo{f32("token_embd.weight", 0, 4, 2), f32("output_norm.weight", 32, 2),
+			f32("blk.0.attn_norm.weight", 40, 2), f32("blk.0.ffn_norm.weight", 48, 2), f32("blk.0.attn_q.weight", 56, 2, 2)},
+			map[string]float64{"model.embed_tokens.weight": 0, "model.norm.weight": -1, "model.layers.0.input_layernorm.weight": -1,
+				"model.layers.0.post_attention_layernorm.weight": -1, "model.layers.0.self_attn.q_proj.weight": 0}},
+		{"gguf-gemma2", []safetensors.TensorInfo{f32("blk.1.post_attention_norm.weight", 0, 2), f32("blk.1.ffn_norm.weight", 8, 2),
+			f32("blk.1.post_ffw_norm.weight", 16, 2), f32("blk.1.attn_q_norm.weight", 24, 2), f32("blk.1.ffn_down.weight", 32, 2, 2)},
+			map[string]float64{"model.layers.1.post_attention_layernorm.weight": -1, "model.layers.1.pre_feedforward_layernorm.weight": -1,
+				"model.layers.1.post_feedforward_layernorm.weight": -1, "model.layers.1.self_attn.q_norm.weight": -1,
+				"model.layers.1.mlp.down_proj.weight": 0}},
+		{"gguf-qwen3moe", []safetensors.TensorInfo{f32("blk.0.ffn_gate_exps.weight", 0, 2, 3, 2), f32("blk.0.ffn_down_exps.weight", 48, 2, 2, 3),
+			f32("blk.0.ffn_gate_inp.weight", 96, 2, 2)},
+			map[string]float64{"model.layers.0.mlp.experts.0.gate_proj.weight": 0, "model.layers.0.mlp.experts.1.gate_proj.weight": 0,
+				"model.layers.0.mlp.experts.0.down_proj.weight": 0, "model.layers.0.mlp.experts.1.down_proj.weight": 0,
+				"model.layers.0.mlp.gate.weight": 0}},
+		{"gguf-phi3", []safetensors.TensorInfo{f32("blk.0.attn_qkv.weight", 0, 6, 2), f32("blk.0.ffn_up.weight", 48, 4, 2),
+			f32("rope_factors_long.weight", 80, 1)},
+			map[string]float64{"model.layers.0.self_attn.qkv_proj.weight": 0, "model.layers.0.mlp.gate_up_proj.weight": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.preset, func(t *testing.T) {
+			v := Chain{preset(tt.preset)}.Apply(tt.in, Env{})
+			if len(v.Errors) > 0 || len(v.Tensors) != len(tt.want) {
+				t.Fatalf("names %v, errors %v", names(v), v.Errors)
+			}
+			for name, add := range tt.want {
+				if x, ok := v.Tensor(name); !ok || x.Add != add {
+					t.Errorf("%s: %+v, want add %v", name, x, add)
+				}
+			}
+		})
+	}
+	// The second expert of a [2, 3, 2] F32 stack is its second 24 bytes.
+	v := Chain{preset("gguf-qwen3moe")}.Apply(tests[2].in, Env{})
+	if x, _ := v.Tensor("model.layers.0.mlp.experts.1.gate_proj.weight"); !slices.Equal(x.Segments, []Segment{{0, 24, 24}}) ||
+		!slices.Equal(x.Shape, []uint64{3, 2}) {
+		t.Errorf("expert 1: %+v", x)
+	}
+}

@@ -131,3 +131,41 @@ func TestCovers(t *testing.T) {
 		t.Error("an empty covers line: want an error")
 	}
 }
+
+// TestAdd: add= puts a shift on what a mapping makes, stages add up, and
+// a tensor read transposed takes none.
+func TestAdd(t *testing.T) {
+	in := []safetensors.TensorInfo{f32("n", 0, 4), f32("s", 16, 2, 3, 4), f32("m", 112, 2, 2), f32("o", 128, 4)}
+	tests := []struct {
+		name, rules string
+		want        map[string]float64 // Add by tensor
+		err         string
+	}{
+		{"rename", "rename n w add=-1", map[string]float64{"w": -1, "s": 0}, ""},
+		{"every slice", "unstack s x.{e} add=0.5", map[string]float64{"x.0": 0.5, "x.1": 0.5}, ""},
+		{"stages add up", "rename n w add=-1\nthen\nrename w v add=0.25", map[string]float64{"v": -0.75}, ""},
+		{"kept through cuts", "rename s s2 add=2\nthen\nunstack s2 y.{e}\nthen\nsplit y.1 a b dim=1", map[string]float64{"y.0": 2, "a": 2, "b": 2}, ""},
+		{"kept through a join", "rename n n2 add=1\nrename o o2 add=2\nthen\nconcat n2+o2 j", nil, "shifted differently"},
+		{"transposed", "transpose m t\nthen\nrename t u add=1", nil, "read transposed"},
+		{"shifted, then transposed", "rename m t add=1\nthen\ntranspose t u", nil, "read transposed"},
+	}
+	for _, tt := range tests {
+		v := Chain{parseRules(t, tt.rules)}.Apply(in, Env{})
+		if tt.err != "" {
+			if len(v.Errors) == 0 || !strings.Contains(v.Errors[0].Message, tt.err) || v.Index("u") >= 0 || v.Index("j") >= 0 {
+				t.Errorf("%s: errors %v, want %q", tt.name, v.Errors, tt.err)
+			}
+			continue
+		}
+		for name, add := range tt.want {
+			if x, ok := v.Tensor(name); !ok || x.Add != add {
+				t.Errorf("%s: %s = %+v, want add %v", tt.name, name, x, add)
+			}
+		}
+	}
+	for _, bad := range []string{"rename a b add=0", "rename a b add=x", "rename a b add=inf", "transpose a b add=1", "ignore a add=1"} {
+		if _, err := Parse("t", "name x\n"+bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -236,6 +236,7 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 		for i, m := range sides {
 			d.quant[i].bind(m)
 			bindGGML(m)
+			bindShifts(m)
 			out = append(out, adapterFindings(m)...)
 			m.Unavailable = unavailable[i]
 			if m.View.Truncated {

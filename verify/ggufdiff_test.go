@@ -138,6 +138,7 @@ type ggufEdit struct {
 	halve      string            // write only the first half of this tensor's rows
 	scale      string            // this tensor's block scales ×1.25
 	types      map[string]uint32 // GGML type by GGUF name (default Q8_0 for matrices)
+	normShift  float32           // added to every *norm.weight, as llama.cpp's Gemma converters add 1
 }
 
 func tinyGGUFOf(ts []hfTensor, e ggufEdit) w.File {
@@ -168,6 +169,13 @@ func tinyGGUFOf(ts []hfTensor, e ggufEdit) w.File {
 				heads = tinyKV
 			}
 			v = llamaPermute(v, int(t.shape[0]), int(t.shape[1]), heads)
+		}
+		if e.normShift != 0 && strings.HasSuffix(t.gguf, "norm.weight") {
+			shifted := make([]float32, len(v))
+			for i, x := range v {
+				shifted[i] = x + e.normShift
+			}
+			v = shifted
 		}
 		dims := slices.Clone(shape)
 		slices.Reverse(dims)
