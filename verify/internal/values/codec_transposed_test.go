@@ -155,3 +155,50 @@ func TestTransposedCodecErrors(t *testing.T) {
 		t.Error("a transposed 1-D codec side: no error")
 	}
 }
+
+// BenchmarkRunTransposedMXFP4 times a Run of one gpt-oss-sized expert
+// ([1, 2880, 5760] logical, stored transposed) against the F32 values it
+// decodes to, one worker, bytes in memory; beside it, the same values
+// stored untransposed as MXFP4 of shape [1, 5760, 2880] against their
+// decoded values, for the cost of the bands and the transpose. ns/elem is
+// a logical element.
+func BenchmarkRunTransposedMXFP4(b *testing.B) {
+	const rows, cols = 2880, 5760
+	rng := rand.New(rand.NewPCG(5, 6))
+	blocks, scales := make([]byte, rows*cols/2), make([]byte, rows*cols/32)
+	for i := range blocks {
+		blocks[i] = byte(rng.IntN(256))
+	}
+	for i := range scales {
+		scales[i] = byte(120 + rng.IntN(14))
+	}
+	vals := make([]float32, rows*cols)
+	if err := (quant.MXFP4{}).Decode(quant.Dims{Rows: cols, Cols: rows}, 0, cols, [][]byte{blocks, scales}, vals); err != nil {
+		b.Fatal(err)
+	}
+	var f fileBuilder
+	stored := f32Of(vals)
+	logical := transposeF32(stored, []uint64{cols, rows})
+	bs, ss := f.add(blocks), f.add(scales)
+	for _, bb := range []struct {
+		name     string
+		q, other Operand
+	}{
+		{"transposed", Operand{Shape: []uint64{1, rows, cols}, Codec: quant.MXFP4{}, Transposed: true, Parts: [][]Segment{bs, ss}},
+			Operand{DType: safetensors.F32, Shape: []uint64{1, rows, cols}, Segments: f.add(logical)}},
+		{"stored-order", Operand{Shape: []uint64{1, cols, rows}, Codec: quant.MXFP4{}, Parts: [][]Segment{bs, ss}},
+			Operand{DType: safetensors.F32, Shape: []uint64{1, cols, rows}, Segments: f.add(stored)}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			readers := []io.ReaderAt{bytes.NewReader(f.b)}
+			p := &Pair{Published: bb.other, Exported: bb.q}
+			b.SetBytes(int64(bb.q.Size() + bb.other.Size()))
+			for b.Loop() {
+				if _, err := Run(context.Background(), readers, []*Pair{p}, Options{Workers: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*cols), "ns/elem")
+		})
+	}
+}
