@@ -1,6 +1,7 @@
 package quant_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -78,6 +79,55 @@ func TestMXFP4(t *testing.T) {
 		vectors = append(vectors, quanttest.Vector{Name: "random", Dims: d, Parts: [][]byte{packFP4(nib), scales}, Want: want})
 	}
 	quanttest.TestCodec(t, quant.MXFP4{}, vectors)
+}
+
+// TestMXFP4ColumnSpans: the bytes ColumnSpans names for columns [c0, c1)
+// of every row decode, as a weight of Dims{rows, c1 − c0}, to those
+// columns of the whole weight; a band off the 32-column blocks is
+// ErrRange.
+func TestMXFP4ColumnSpans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	d := quant.Dims{Rows: 5, Cols: 128}
+	parts := [][]byte{make([]byte, d.Rows*d.Cols/2), make([]byte, d.Rows*d.Cols/32)}
+	for _, p := range parts {
+		for i := range p {
+			p[i] = byte(100 + rng.UintN(50))
+		}
+	}
+	whole := make([]float32, d.Rows*d.Cols)
+	if err := (quant.MXFP4{}).Decode(d, 0, d.Rows, parts, whole); err != nil {
+		t.Fatal(err)
+	}
+	for _, band := range [][2]uint64{{0, 128}, {32, 64}, {64, 128}} {
+		spans, err := (quant.MXFP4{}).ColumnSpans(d, band[0], band[1], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([][]byte, 2)
+		for _, s := range spans {
+			for k := range s.Count {
+				at := s.Offset + k*s.Stride
+				got[s.Part] = append(got[s.Part], parts[s.Part][at:at+s.Len]...)
+			}
+		}
+		w := band[1] - band[0]
+		dst := make([]float32, d.Rows*w)
+		if err := (quant.MXFP4{}).Decode(quant.Dims{Rows: d.Rows, Cols: w}, 0, d.Rows, got, dst); err != nil {
+			t.Fatal(err)
+		}
+		for r := range d.Rows {
+			for c := range w {
+				if g, want := dst[r*w+c], whole[r*d.Cols+band[0]+c]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("columns %v: [%d, %d] = %v, want %v", band, r, c, g, want)
+				}
+			}
+		}
+	}
+	for _, band := range [][2]uint64{{16, 48}, {32, 32}, {96, 160}} {
+		if _, err := (quant.MXFP4{}).ColumnSpans(d, band[0], band[1], nil); !errors.Is(err, quant.ErrRange) {
+			t.Errorf("columns %v: %v, want ErrRange", band, err)
+		}
+	}
 }
 
 // TestNVFP4: ModelOpt multiplies by weight_scale_2 (value = e2m1 ·

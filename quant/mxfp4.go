@@ -12,7 +12,8 @@ import (
 // X_scales U8 [..., rows, G] holding E8M0 exponents. Its logical Dims are
 // the stored order, [rows (all leading dimensions folded), G·32], one scale
 // per 32 values of a row: transformers' dequantized expert is the transpose
-// of this ([E, G·32, rows]), a transpose left to the adapter.
+// of this ([E, G·32, rows]), which the value engine reads a band of logical
+// rows at a time (ColumnSpans) and transposes in memory.
 //
 // value = FP4_VALUES[nibble] · 2^(scale−127) (huggingface/transformers
 // src/transformers/integrations/mxfp4.py convert_moe_packed_tensors at
@@ -88,4 +89,21 @@ func (c MXFP4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 		}
 	}
 	return nil
+}
+
+// ColumnSpans appends the spans holding columns [c0, c1) of every row of a
+// weight of d, c0 and c1 multiples of 32: one strided run a part. What they
+// hold, part by part, is a weight of Dims{d.Rows, c1 − c0}, which Decode
+// and Steps read as is. gpt-oss's logical experts are the transpose of the
+// stored rows, so a band of logical rows is such a band of columns.
+func (c MXFP4) ColumnSpans(d Dims, c0, c1 uint64, dst []Span) ([]Span, error) {
+	var sizes [2]uint64
+	if err := c.Sizes(d, sizes[:]); err != nil {
+		return dst, err
+	}
+	if c0 >= c1 || c1 > d.Cols || c0%32 != 0 || c1%32 != 0 {
+		return dst, fmt.Errorf("%s: columns [%d, %d) of %d: %w", c, c0, c1, d.Cols, ErrRange)
+	}
+	return append(dst, Span{Part: 0, Offset: c0 / 2, Len: (c1 - c0) / 2, Stride: d.Cols / 2, Count: d.Rows},
+		Span{Part: 1, Offset: c0 / 32, Len: (c1 - c0) / 32, Stride: d.Cols / 32, Count: d.Rows}), nil
 }

@@ -332,7 +332,7 @@ func partSizes(bind quant.Binding, byName map[string]*tensorfile.TensorInfo) (Fi
 	if !ok {
 		return Finding{}, false
 	}
-	if storedTransposed(bind.Codec) {
+	if storedTransposed(bind.Codec, bind.Shape) {
 		d.Rows, d.Cols = d.Cols, d.Rows
 	}
 	parts := bind.Codec.Parts()
@@ -364,12 +364,14 @@ func partSizes(bind quant.Binding, byName map[string]*tensorfile.TensorInfo) (Fi
 }
 
 // storedTransposed reports a codec whose stored matrices are the transpose
-// of the logical weight: gpt-oss's MXFP4 experts hold [rows, G·32] blocks
-// that transformers dequantizes to [G·32, rows] (quant.MXFP4's doc).
-func storedTransposed(c quant.Codec) bool {
+// of the logical weight's, of shape shape: gpt-oss's MXFP4 experts hold
+// [E, rows, G·32] blocks that transformers dequantizes to [E, G·32, rows]
+// (quant.MXFP4's doc: it swaps dimensions 1 and 2, a stack's last two; a
+// 2-D weight keeps the stored order).
+func storedTransposed(c quant.Codec, shape []uint64) bool {
 	switch c.(type) {
 	case quant.MXFP4, *quant.MXFP4:
-		return true
+		return len(shape) == 3
 	}
 	return false
 }

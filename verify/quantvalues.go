@@ -75,8 +75,8 @@ func decodes(t adapter.Tensor) bool {
 	if _, ok := q.Codec.(*quant.Unsupported); ok {
 		return false
 	}
-	if storedTransposed(q.Codec) {
-		return false // the engine reads codec operands untransposed
+	if _, ok := q.Codec.(quant.MXFP4); ok && len(q.Shape) > 3 {
+		return false // transformers swaps dimensions 1 and 2: no matrix transpose the engine reads
 	}
 	return !slices.Contains(q.Parts, "")
 }
@@ -152,7 +152,9 @@ func codecCompensates(c quant.Codec) bool {
 
 // codecOperand is a quantized operand for the engine: its codec, each
 // part's segments (the data's, then each companion's, as the codec lists
-// them); the engine asks the codec for its steps (values.Stepper).
+// them), and whether the codec's matrices are the transpose of the logical
+// ones (gpt-oss's MXFP4 experts); the engine asks the codec for its steps
+// (values.Stepper).
 func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.Segment) values.Operand {
 	q := o.t.Quant
 	parts := make([][]values.Segment, len(q.Parts))
@@ -165,7 +167,7 @@ func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.S
 			parts[i] = segments(q.Companions[k], o.src)
 		}
 	}
-	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape}
+	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Transposed: storedTransposed(q.Codec, q.Shape)}
 }
 
 // judgeQuant judges a pair compared through codecs against its encoding's

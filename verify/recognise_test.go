@@ -72,7 +72,10 @@ func TestLoRAAdapter(t *testing.T) {
 // mlp.experts.gate_up_proj_blocks and _scales, transformers
 // integrations/mxfp4.py) against a dequantized export: one warning each,
 // no missing keys, one logical tensor a weight (its companions bound to
-// it), and the weights' values are skipped, not compared.
+// it), and the weights' values are skipped, not compared. gpt-oss's
+// expert stacks now decode (TestQuantE2EMXFP4): the MXFP4 case is a stack
+// of rank 4, whose dequantization (transformers swaps dimensions 1 and 2)
+// is no matrix transpose the engine reads.
 func TestQuantizedUnsupported(t *testing.T) {
 	norm := fixture.Tensor{Name: "model.norm.weight", DType: safetensors.BF16, Shape: []uint64{4}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
 	tests := []struct {
@@ -88,11 +91,11 @@ func TestQuantizedUnsupported(t *testing.T) {
 		// FP8 block scales now decode (quant.BlockFP8): a dequantized
 		// export compares by value (TestQuantSchemesBind, TestQuantValues).
 		{"mxfp4 blocks and scales",
-			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj_blocks", safetensors.U8, 2, 8, 2, 16),
-				raw("model.layers.0.mlp.experts.gate_up_proj_scales", safetensors.U8, 2, 8, 2),
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj_blocks", safetensors.U8, 2, 2, 8, 2, 16),
+				raw("model.layers.0.mlp.experts.gate_up_proj_scales", safetensors.U8, 2, 2, 8, 2),
 				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
-			// dequantized as transformers does: [E, G·32, rows]
-			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj", safetensors.BF16, 2, 64, 8),
+			// dequantized as transformers does: dimensions 1 and 2 swapped
+			[]fixture.Tensor{norm, raw("model.layers.0.mlp.experts.gate_up_proj", safetensors.BF16, 2, 8, 2, 64),
 				raw("model.layers.0.mlp.experts.gate_up_proj_bias", safetensors.BF16, 2, 8)},
 			map[string]any{"quant_method": "mxfp4"}, "quantization_config mxfp4", 2, 1, 1, 1},
 	}

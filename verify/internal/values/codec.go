@@ -79,13 +79,15 @@ func (o *Operand) prepareCodec() error {
 		return fmt.Errorf("elements overflow")
 	}
 	if o.Transposed {
-		return fmt.Errorf("transposed: a codec's spans say its layout")
+		if err := o.checkTransposedCodec(); err != nil { // codec_transposed.go
+			return err
+		}
 	}
 	parts := o.Codec.Parts()
 	if len(o.Parts) != len(parts) {
 		return fmt.Errorf("%d parts, the codec has %d", len(o.Parts), len(parts))
 	}
-	d, matrices := matrixDims(o.Shape)
+	d, matrices := o.codecDims()
 	o.partSize = make([]uint64, len(parts))
 	if err := o.Codec.Sizes(d, o.partSize); err != nil {
 		return err
@@ -119,7 +121,7 @@ func codecTileRows(p *Pair) uint64 {
 	t := uint64(1)
 	for _, o := range [2]*Operand{&p.Published, &p.Exported} {
 		if o.Codec != nil {
-			r := max(o.Codec.Tile().Rows, 1)
+			r := max(o.logicalTile().Rows, 1)
 			g := r
 			for a := t; a != 0; g, a = a, g%a {
 			}
@@ -147,7 +149,7 @@ const maxStridedBlock = 4
 func codecBandRows(p *Pair, perRows, rows, cols uint64) uint64 {
 	limit := min(rows, max(perRows, maxStridedBlock*blockElems/max(cols, 1)))
 	for _, o := range [2]*Operand{&p.Published, &p.Exported} {
-		if o.Codec == nil {
+		if o.Codec == nil || o.Transposed { // a transposed side's band is a tile (newBlocking)
 			continue
 		}
 		d, _ := matrixDims(o.Shape)
@@ -177,8 +179,7 @@ func alignRows(perRows, tile, rows uint64) uint64 {
 // codecFill is how to fill rows [r0, r1) of matrix m: every part's spans
 // the codec names, part by part.
 func (o *Operand) codecFill(m, r0, r1 uint64) (fill, error) {
-	d, _ := matrixDims(o.Shape)
-	qs, err := o.Codec.Spans(d, r0, r1, nil)
+	qs, err := o.codecSpans(r0, r1)
 	if err != nil {
 		return fill{}, fmt.Errorf("%s: %w", o.Codec, err)
 	}
@@ -213,8 +214,7 @@ func (o *Operand) blockBytes(b blocking) uint64 {
 	if o.Codec == nil {
 		return o.DType.Bytes(b.perRows * b.cols)
 	}
-	d, _ := matrixDims(o.Shape)
-	qs, err := o.Codec.Spans(d, 0, b.perRows, nil)
+	qs, err := o.codecSpans(0, b.perRows)
 	if err != nil {
 		return 0
 	}
@@ -235,6 +235,7 @@ type decoder struct {
 	// values (a StepDecoder), valid when hasSteps says so.
 	steps    [2][]float32
 	hasSteps [2]bool
+	band     []float32 // a transposed side's band before its transpose
 }
 
 // A StepDecoder is a Stepper that decodes values and their steps in one
@@ -249,6 +250,13 @@ func (dc *decoder) decode(j *job, pb, eb []byte) ([]byte, []byte, error) {
 	out := [2][]byte{pb, eb}
 	for side, o := range [2]*Operand{&j.pair.Published, &j.pair.Exported} {
 		if o.Codec == nil {
+			continue
+		}
+		if o.Transposed { // codec_transposed.go
+			var err error
+			if out[side], err = dc.decodeTransposed(j, side, out[side]); err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
 		d, _ := matrixDims(o.Shape)

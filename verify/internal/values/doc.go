@@ -13,8 +13,9 @@
 // of one codec), else fused decode-and-statistics loops (kernels_stats.go,
 // the generated kernels_gen.go and the AVX2 kernels_amd64.s). A codec side
 // is decoded by its codec into a worker's float32 buffer and measured as
-// the F32 tensor it decodes to (codec.go); plain dtypes never go through a
-// codec. Blocks merge in order into each pair's Stats, so the numbers do
+// the F32 tensor it decodes to (codec.go), a codec stored transposed a
+// band at a time, transposed in memory (codec_transposed.go); plain dtypes
+// never go through a codec. Blocks merge in order into each pair's Stats, so the numbers do
 // not depend on scheduling. Findings, codes and report data are the caller's (package
 // verify).
 package values

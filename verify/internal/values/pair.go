@@ -43,8 +43,9 @@ type Operand struct {
 	// data, the scales…) in its byte order. The codec decodes the tensor
 	// matrix by matrix (the last two dimensions; a 1-D tensor is one row),
 	// each part holding the matrices one after the other, and the operand
-	// compares as the F32 tensor it decodes to. A codec operand is never
-	// Transposed: its codec's spans say its layout.
+	// compares as the F32 tensor it decodes to. A Transposed codec
+	// operand's codec decodes the transpose of each logical matrix, as
+	// stored: the codec must be a ColumnBander.
 	Codec quant.Codec
 	Parts [][]Segment
 	// Steps, if set, says the codec's steps (see Stepper) when the codec
@@ -73,7 +74,7 @@ func (o *Operand) Size() uint64 {
 	return o.DType.Bytes(o.Elements())
 }
 
-func (o *Operand) elemBytes() uint64 { return uint64(o.DType.Bits() / 8) }
+func (o *Operand) elemBytes() uint64 { return uint64(o.kernelDType().Bits() / 8) }
 
 // A Pair is two logical tensors of one shape compared element by element;
 // Run fills in its Stats.
@@ -186,7 +187,7 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 		p.fast = fastExact(pd, ed)
 		p.stepper = [2]Stepper{}
 		if p.codec {
-			p.fast = sameCodec(p.Published.Codec, p.Exported.Codec)
+			p.fast = sameCodec(p.Published.Codec, p.Exported.Codec) && p.Published.Transposed == p.Exported.Transposed
 			if st, ok := p.steppers(); ok {
 				p.stepper = st
 			}
