@@ -157,10 +157,30 @@ func TestDiffDCPSafetensorsItems(t *testing.T) {
 	must(t, err)
 	rep, err := d.CompareValues(context.Background(), ValueOptions{})
 	must(t, err)
+	// The step holds five of the seven tensors, and the trainer's state:
+	// optimizer, lr_scheduler, dataloader and train_state entries are
+	// listed by inspect and are no unexpected keys.
+	var missing []string
 	for _, f := range append(d.Findings, rep.Findings...) {
-		if f.Severity != Info && f.Code != CodeWeightsOnlyExport && f.Code != CodeMissingKey {
+		switch {
+		case f.Code == CodeMissingKey:
+			missing = append(missing, f.Key)
+		case f.Severity != Info && f.Code != CodeWeightsOnlyExport:
 			t.Errorf("%s %s %s", f.Code, f.Key, f.Message)
 		}
+	}
+	slices.Sort(missing)
+	if want := []string{"model.grid", "model.tview"}; !slices.Equal(missing, want) {
+		t.Errorf("missing %v, want %v", missing, want)
+	}
+	ins := InspectDCP(step, nil, false)
+	for _, part := range []string{"optimizer", "lr_scheduler", "dataloader", "train_state"} {
+		if ins.Totals.Metadata["dcp."+part] != "1 entry, not weights" {
+			t.Errorf("inspect: dcp.%s = %q, want 1 entry", part, ins.Totals.Metadata["dcp."+part])
+		}
+	}
+	if ins.Totals.Tensors != 5 {
+		t.Errorf("inspect: %d tensors, want the model's 5", ins.Totals.Tensors)
 	}
 	if rep.Compared != 5 || rep.Mismatched != 0 {
 		t.Errorf("%d compared, %d mismatched; want 5 and none", rep.Compared, rep.Mismatched)

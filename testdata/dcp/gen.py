@@ -281,7 +281,13 @@ def write_safetensors(folder, tensors, extra):
 
 
 # The sharded step's tensors that each rank holds one chunk of (a rank's
-# blob has one entry an FQN), saved as safetensors items, with the
-# trainer's state as a byte item before rank 0's blob.
-write_safetensors("safetensors", {k: sharded[k] for k in ("model.rows", "model.cols", "model.stack", "model.uneven", "model.one")},
-                  extra={"train_state": state})
+# blob has one entry an FQN), saved as safetensors items, with the rest of
+# a torchtitan step: optimizer state as tensors, lr_scheduler, dataloader
+# and train_state as byte items before rank 0's blob.
+st_tensors = {k: sharded[k] for k in ("model.rows", "model.cols", "model.stack", "model.uneven", "model.one")}
+st_tensors["optimizer.state.model.rows.exp_avg"] = sharded["model.rows"]
+write_safetensors("safetensors", st_tensors, extra={
+    "train_state": state,
+    "lr_scheduler.lr_scheduler_0": pickle.dumps({"last_epoch": 10}, protocol=5),
+    "dataloader.dp_rank_0": pickle.dumps({"sampler": 3}, protocol=5),
+})
