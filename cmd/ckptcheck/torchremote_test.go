@@ -55,8 +55,11 @@ func TestTorchRemote(t *testing.T) {
 			t.Errorf("%v: %d of the .bin's %d bytes served; want only its pickle, directory and headers (under 1%%)", args, binBytes, st.Size())
 		}
 	}
-	code, out, stderr := ckptcheck(t, "diff", "--values", url, local)
-	if code != 0 || !strings.Contains(out, "bit-identical") {
-		t.Errorf("diff --values over http: exit %d\n%s%s", code, out, stderr)
+	// The folder's URL finds pytorch_model.bin, as transformers would.
+	for _, u := range []string{url, s.URL + "/"} {
+		code, out, stderr := ckptcheck(t, "diff", "--values", u, local)
+		if code != 0 || !strings.Contains(out, "bit-identical") || !strings.Contains(out, "(1 file, 24 tensors") {
+			t.Errorf("diff --values %s: exit %d\n%s%s", u, code, out, stderr)
+		}
 	}
 }
