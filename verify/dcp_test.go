@@ -43,6 +43,7 @@ func TestValidateDCP(t *testing.T) {
 		{"good", filepath.Join(dcpFixtures, "good"), nil, "", ""},
 		{"gap", filepath.Join(dcpFixtures, "gap"), []Code{CodeDCPChunkGap}, "model.w", "[3:4, 0:6]"},
 		{"overlap", filepath.Join(dcpFixtures, "overlap"), []Code{CodeDCPChunkOverlap}, "model.w", "[1:2, 0:6]"},
+		{"transform", filepath.Join(dcpFixtures, "transform"), []Code{CodeDCPUnsupportedTransform}, "model.w", `transform "stream.zstd"`},
 		{"short item file", short, []Code{CodeDCPBadMetadata}, "optimizer.state.model.w.exp_avg", "reaches past the file"},
 		{"hostile", hostile, []Code{CodeUnsafePickle}, "", "posix.system"},
 	} {

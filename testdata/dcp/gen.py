@@ -115,7 +115,7 @@ for c in (ChunkStorageMetadata, _MEM_FORMAT_ENCODING, TensorProperties,
 put(fs, _StorageInfo)
 
 
-def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transposed=()):
+def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transposed=(), transforms=None):
     """tensors: fqn -> (full tensor, [(offsets, sizes[, rank])]): each chunk
     is torch.save'd narrowed from the full tensor into rank's file
     __<rank>_0.distcp (relpath for rank 0), after the items before it, as
@@ -146,7 +146,7 @@ def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transpos
             start = out.tell()
             out.write(buf.getvalue())
             cms.append(ChunkStorageMetadata(torch.Size(off), torch.Size(size)))
-            infos.append(_StorageInfo(name, start, out.tell() - start))
+            infos.append(_StorageInfo(name, start, out.tell() - start, (transforms or {}).get(fqn)))
         if fqn in swap:
             infos[0], infos[1] = infos[1], infos[0]
         for i, cm in enumerate(cms):
@@ -183,6 +183,10 @@ write("good", {
 write("gap", {"model.w": (w, [((0, 0), (2, 6)), ((2, 0), (1, 6))])})
 # Row 1 is in both chunks.
 write("overlap", {"model.w": (w, [((0, 0), (2, 6)), ((1, 0), (3, 6))])})
+# model.w's items record a stream transform (the newest FileSystemWriter's
+# transform_descriptors, _extension.py's ZStandard "stream.zstd"); its
+# bytes here are plain, but no reader may take them so.
+write("transform", {"model.w": (w, [((0, 0), (4, 6))]), "model.b": (b, [((0,), (6,))])}, transforms={"model.w": ["stream.zstd"]})
 
 # A step saved by two ranks: tensors sharded along dim 0 (FSDP, unevenly),
 # dim 1 (row-parallel), a 2x2 grid, the middle dim of a stack, chunks
