@@ -278,7 +278,7 @@ func TestDCPModelFilesLaterChunks(t *testing.T) {
 // the tensors neither panics nor makes a piece outside its item file.
 func FuzzDCPModelFiles(f *testing.F) {
 	items := map[string][]byte{}
-	for _, step := range []string{"good", "sharded"} {
+	for _, step := range []string{"good", "sharded", "safetensors"} {
 		md, err := os.ReadFile(filepath.Join(dcpFixtures, step, DCPMetadataName))
 		if err != nil {
 			f.Fatal(err)
@@ -288,7 +288,11 @@ func FuzzDCPModelFiles(f *testing.F) {
 				items[name] = b
 			}
 		}
-		f.Add(md, items["__0_0.distcp"])
+		own, err := os.ReadFile(filepath.Join(dcpFixtures, step, "__0_0.distcp"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(md, own) // the safetensors step's rank 1 file is the sharded step's: its chunks there do not read
 	}
 	f.Fuzz(func(t *testing.T, meta, item0 []byte) {
 		md, err := ReadDCPMetadata(meta)
@@ -316,4 +320,30 @@ func FuzzDCPModelFiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDCPParts: a trainer's state is told from the model's by the first
+// component of its planner_data path, else of its FQN.
+func TestDCPParts(t *testing.T) {
+	for _, tc := range []struct {
+		fqn  string
+		path []string
+		want DCPPart
+	}{
+		{"model.layers.0.attention.wq.weight", nil, DCPModel},
+		{"tok_embeddings.weight", nil, DCPModel},
+		{"optimizer.state.tok_embeddings.weight.exp_avg", nil, DCPOptimizer},
+		{"optim.state.0.exp_avg", nil, DCPOptimizer},
+		{"lr_scheduler.lr_scheduler_0", nil, DCPLRScheduler},
+		{"scheduler.last_epoch", nil, DCPLRScheduler},
+		{"dataloader.dp_rank_0", nil, DCPDataloader},
+		{"train_state", nil, DCPTrainState},
+		// planner_data decides over the FQN's own dots.
+		{"optimizer.state.w", []string{"model", "optimizer.state.w"}, DCPModel},
+		{"w", []string{"optimizer", "state", "w"}, DCPOptimizer},
+	} {
+		if got := partOf(firstComponent(tc.fqn, tc.path)); got != tc.want {
+			t.Errorf("%s %v: %s, want %s", tc.fqn, tc.path, got, tc.want)
+		}
+	}
 }

@@ -1,9 +1,9 @@
 package torchsave
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -31,10 +31,11 @@ func (f *DCPFile) Close() error                           { return nil }
 // DCPModelFiles groups the step's model tensors by the item file of their
 // first chunk, in first-use order, with the files that hold only later
 // chunks as files of no tensor. open gives an item file's reader and
-// size; each chunk's item is read as a torch.save archive.
+// size; each chunk's item is read with DCPItems.
 func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, error)) (names []string, files map[string]*DCPFile, err error) {
 	files = map[string]*DCPFile{}
 	budget := maxFilePieces
+	read := NewDCPItems()
 	for i := range md.Tensors {
 		t := &md.Tensors[i]
 		if t.Part != DCPModel || len(t.Chunks) == 0 {
@@ -47,7 +48,7 @@ func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, e
 			files[rel] = f
 			names = append(names, rel)
 		}
-		tensor, err := dcpTensor(t, open, &budget)
+		tensor, err := dcpTensor(t, open, read, &budget)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -64,10 +65,10 @@ func DCPModelFiles(md *DCPMetadata, open func(rel string) (io.ReaderAt, int64, e
 	return names, files, nil
 }
 
-// dcpTensor reads a tensor's chunks' items. A single chunk read as one
-// range (or a transpose of one) keeps it, within the first chunk's file;
-// otherwise the chunks are assembled into pieces (see assemble).
-func dcpTensor(t *DCPTensor, open func(string) (io.ReaderAt, int64, error), budget *int) (Tensor, error) {
+// dcpTensor reads a tensor's chunks' items (see DCPItems). A single chunk read as
+// one range (or a transpose of one) keeps it, within the first chunk's
+// file; otherwise the chunks are assembled into pieces (see assemble).
+func dcpTensor(t *DCPTensor, open func(string) (io.ReaderAt, int64, error), read *DCPItems, budget *int) (Tensor, error) {
 	unread := Tensor{TensorInfo: tensorfile.TensorInfo{Name: t.FQN, DType: t.DType, Shape: t.Shape, Offset: -1}}
 	if err := t.Tiling(); err != nil {
 		unread.Err = formatErr(DCPChunked, DCPMetadataName, t.FQN, "its %d chunks do not tile it; its values are not read", len(t.Chunks))
@@ -79,23 +80,23 @@ func dcpTensor(t *DCPTensor, open func(string) (io.ReaderAt, int64, error), budg
 	}
 	items := make([]Tensor, len(t.Chunks))
 	for k, c := range t.Chunks {
-		it := c.Item
-		r, size, err := open(it.RelativePath)
+		r, size, err := open(c.Item.RelativePath)
 		if err != nil {
-			return Tensor{}, fmt.Errorf("%s: %w", it.RelativePath, err)
+			return Tensor{}, fmt.Errorf("%s: %w", c.Item.RelativePath, err)
 		}
-		if it.Offset > uint64(size) || it.Length > uint64(size)-it.Offset {
+		if it := c.Item; it.Offset > uint64(size) || it.Length > uint64(size)-it.Offset {
 			return Tensor{}, formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "item [%d, +%d) reaches past the file's %d bytes", it.Offset, it.Length, size)
 		}
-		item, err := NewFile(io.NewSectionReader(r, int64(it.Offset), int64(it.Length)), int64(it.Length))
-		if err != nil {
+		item, err := read.Chunk(r, size, t, c)
+		var fe *FormatError
+		switch {
+		case errors.As(err, &fe) && fe.Kind == DCPBadMetadata && fe.Tensor == t.FQN:
+			unread.Err = err
+			return unread, nil
+		case err != nil:
 			return Tensor{}, err
 		}
-		if len(item.Tensors) != 1 || item.Tensors[0].Err != nil || item.Tensors[0].DType != t.DType || !slices.Equal(item.Tensors[0].Shape, c.Sizes) {
-			unread.Err = formatErr(DCPBadMetadata, it.RelativePath, t.FQN, "chunk %s's item is not one readable %s tensor of shape %s", region(c.Offsets, c.Sizes), t.DType, tensorfile.FormatShape(c.Sizes))
-			return unread, nil
-		}
-		items[k] = item.Tensors[0]
+		items[k] = item
 	}
 	if len(items) == 1 && items[0].Pieces == nil {
 		got := items[0]

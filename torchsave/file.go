@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/pickle"
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -120,7 +121,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 }
 
 func newArchive(r io.ReaderAt, size int64) (*File, error) {
-	zr, err := zip.NewReader(r, size)
+	zr, err := zip.NewReader(newZipSource(r, size), size)
 	if err != nil {
 		return nil, &FormatError{Kind: BadArchive, Msg: "not a zip archive: " + err.Error(), Err: err}
 	}
@@ -161,7 +162,7 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 	if !ok {
 		return nil, formatErr(BadArchive, folder+"data.pkl", "", "no data.pkl")
 	}
-	b, err := readEntry(pkl, MaxPickleSize)
+	b, err := readEntry(pkl, min(MaxPickleSize, size))
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +175,7 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 		off, size int64
 		err       error
 	}
+	offsets := dataOffsets(views, entries)
 	storages := map[string]placed{}
 	budget := maxFilePieces
 	for _, v := range views {
@@ -188,7 +190,8 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 			case e.Method != zip.Store:
 				p.err = formatErr(CompressedStorage, name, v.name, "the storage is compressed (method %d); torch.save stores storages uncompressed", e.Method)
 			default:
-				p.off, p.err = e.DataOffset()
+				o := offsets[e]
+				p.off, p.err = o.off, o.err
 				p.size = int64(min(e.UncompressedSize64, uint64(max(size-p.off, 0))))
 				if p.err != nil {
 					p.err = &FormatError{Kind: BadArchive, Entry: name, Tensor: v.name, Msg: p.err.Error(), Err: p.err}
@@ -205,6 +208,45 @@ func newArchive(r io.ReaderAt, size int64) (*File, error) {
 	return f, nil
 }
 
+// headerReads bounds the local headers read at once: over a remote file
+// each is a round trip, so reading them one after another would make
+// opening a shard of hundreds of storages take seconds.
+const headerReads = 16
+
+type dataOffset struct {
+	off int64
+	err error
+}
+
+// dataOffsets reads the local header of each stored entry the views use,
+// headerReads at a time, for where its data starts.
+func dataOffsets(views []view, entries map[string]*zip.File) map[*zip.File]dataOffset {
+	var todo []*zip.File
+	seen := map[*zip.File]bool{}
+	for _, v := range views {
+		if e := entries["data/"+v.key]; v.err == nil && v.key != "" && e != nil && e.Method == zip.Store && !seen[e] {
+			seen[e] = true
+			todo = append(todo, e)
+		}
+	}
+	got := make([]dataOffset, len(todo))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, headerReads)
+	for i, e := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			got[i].off, got[i].err = e.DataOffset()
+		})
+	}
+	wg.Wait()
+	offsets := make(map[*zip.File]dataOffset, len(todo))
+	for i, e := range todo {
+		offsets[e] = got[i]
+	}
+	return offsets
+}
+
 // readEntry reads a small entry whole, at most limit bytes of it.
 func readEntry(e *zip.File, limit int64) ([]byte, error) {
 	if e.UncompressedSize64 > uint64(limit) {
@@ -215,7 +257,23 @@ func readEntry(e *zip.File, limit int64) ([]byte, error) {
 		return nil, &FormatError{Kind: BadArchive, Entry: e.Name, Msg: err.Error(), Err: err}
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit))
+	var b []byte
+	if e.Method == zip.Store {
+		// One read of the size the directory gives (at most limit, which
+		// the caller bounds by the file's size): over a remote file, one
+		// request rather than ReadAll's dozens of growing ones. The read
+		// past the end checks the CRC.
+		b = make([]byte, e.UncompressedSize64)
+		if _, err = io.ReadFull(rc, b); err == nil {
+			if _, err = rc.Read(make([]byte, 1)); err == io.EOF {
+				err = nil
+			}
+		} else if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	} else {
+		b, err = io.ReadAll(io.LimitReader(rc, limit))
+	}
 	if err != nil {
 		return nil, &FormatError{Kind: BadArchive, Entry: e.Name, Msg: err.Error(), Err: err}
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/torchsave"
@@ -38,7 +37,8 @@ type DCPStep struct {
 // checkpoint.UnsafePath's rules, each tensor's chunks tiling it exactly
 // (dcp_chunk_gap, dcp_chunk_overlap), transforms (dcp_unsupported_transform),
 // and each model or trainer tensor chunk's item: within its file, and a
-// torch.save archive of one tensor of the chunk's shape and dtype. The
+// torch.save archive or safetensors blob entry of one tensor of the
+// chunk's shape and dtype (torchsave.DCPItems). The
 // error is for a directory that cannot be read at all.
 func ValidateDCP(dir string) (*DCPStep, []Finding, error) {
 	step := &DCPStep{Dir: dir}
@@ -107,6 +107,7 @@ type dcpItems struct {
 	open  map[string]*os.File
 	sizes map[string]int64
 	names []string
+	read  *torchsave.DCPItems
 }
 
 func (d *dcpItems) close() {
@@ -136,9 +137,9 @@ func (d *dcpItems) file(rel string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
-// check reads a chunk's item as a torch.save archive (the writer
-// torchtitan uses writes each tensor item so) and compares it with the
-// chunk.
+// check reads a chunk's item, a torch.save archive (the writer
+// torchtitan uses writes each tensor item so) or a safetensors blob's
+// entry (torchsave.DCPItems), and compares it with the chunk.
 func (d *dcpItems) check(t *torchsave.DCPTensor, c torchsave.DCPChunk) *Finding {
 	path := filepath.Join(d.dir, filepath.FromSlash(c.Item.RelativePath))
 	bad := func(format string, args ...any) *Finding {
@@ -151,21 +152,20 @@ func (d *dcpItems) check(t *torchsave.DCPTensor, c torchsave.DCPChunk) *Finding 
 	if c.Item.Offset > uint64(size) || c.Item.Length > uint64(size)-c.Item.Offset {
 		return bad("chunk %v's item [%d, +%d) reaches past the file's %d bytes", c.Offsets, c.Item.Offset, c.Item.Length, size)
 	}
-	item, err := torchsave.NewFile(io.NewSectionReader(f, int64(c.Item.Offset), int64(c.Item.Length)), int64(c.Item.Length))
+	if d.read == nil {
+		d.read = torchsave.NewDCPItems()
+	}
+	_, err = d.read.Chunk(f, size, t, c)
 	var fe *torchsave.FormatError
 	if errors.As(err, &fe) {
 		fe.Tensor = t.FQN
+		if fe.Kind == torchsave.DCPBadMetadata {
+			fe.Entry = "" // the item file, which the finding names
+		}
 		found := torchFinding(path, fe)
 		return &found
 	} else if err != nil {
 		return bad("chunk %v's item: %v", c.Offsets, err)
-	}
-	if len(item.Tensors) != 1 || item.Tensors[0].DType != t.DType || !slices.Equal(item.Tensors[0].Shape, c.Sizes) {
-		got := "no tensor"
-		if len(item.Tensors) > 0 {
-			got = fmt.Sprintf("%d tensors, the first %s %v", len(item.Tensors), item.Tensors[0].DType, item.Tensors[0].Shape)
-		}
-		return bad("chunk %v's item holds %s; the metadata says one %s %v", c.Offsets, got, t.DType, c.Sizes)
 	}
 	return nil
 }

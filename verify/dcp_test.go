@@ -43,6 +43,7 @@ func TestValidateDCP(t *testing.T) {
 		{"good", filepath.Join(dcpFixtures, "good"), nil, "", ""},
 		{"gap", filepath.Join(dcpFixtures, "gap"), []Code{CodeDCPChunkGap}, "model.w", "[3:4, 0:6]"},
 		{"overlap", filepath.Join(dcpFixtures, "overlap"), []Code{CodeDCPChunkOverlap}, "model.w", "[1:2, 0:6]"},
+		{"transform", filepath.Join(dcpFixtures, "transform"), []Code{CodeDCPUnsupportedTransform}, "model.w", `transform "stream.zstd"`},
 		{"short item file", short, []Code{CodeDCPBadMetadata}, "optimizer.state.model.w.exp_avg", "reaches past the file"},
 		{"hostile", hostile, []Code{CodeUnsafePickle}, "", "posix.system"},
 	} {
@@ -135,5 +136,74 @@ func TestDiffDCPChunks(t *testing.T) {
 		if rep.Compared != 7 || !slices.Equal(got, tc.mismatched) {
 			t.Errorf("%s: %d compared, mismatched %v; want 7, %v", tc.step, rep.Compared, got, tc.mismatched)
 		}
+	}
+}
+
+// TestDiffDCPSafetensorsItems: a step whose ranks wrote their chunks as
+// safetensors blobs (FileSystemWriter's serialization_format=SAFETENSORS)
+// after a byte item validates and compares value by value with the
+// tensors torch held; a blob whose entry disagrees with the metadata is
+// a dcp_bad_metadata error naming the tensor.
+func TestDiffDCPSafetensorsItems(t *testing.T) {
+	dir := filepath.Join(dcpFixtures, "safetensors")
+	step, fs, err := ValidateDCP(dir)
+	must(t, err)
+	if len(fs) > 0 {
+		t.Errorf("validate: %v", notable(fs))
+	}
+	exp, closeStep, err := DCPCheckpoint(step)
+	must(t, err)
+	defer closeStep()
+	d, err := Diff(context.Background(), openCheckpoint(t, dcpExpected(t)), exp, DiffOptions{WeightsOnly: true})
+	must(t, err)
+	rep, err := d.CompareValues(context.Background(), ValueOptions{})
+	must(t, err)
+	// The step holds five of the seven tensors, and the trainer's state:
+	// optimizer, lr_scheduler, dataloader and train_state entries are
+	// listed by inspect and are no unexpected keys.
+	var missing []string
+	for _, f := range append(d.Findings, rep.Findings...) {
+		switch {
+		case f.Code == CodeMissingKey:
+			missing = append(missing, f.Key)
+		case f.Severity != Info && f.Code != CodeWeightsOnlyExport:
+			t.Errorf("%s %s %s", f.Code, f.Key, f.Message)
+		}
+	}
+	slices.Sort(missing)
+	if want := []string{"model.grid", "model.tview"}; !slices.Equal(missing, want) {
+		t.Errorf("missing %v, want %v", missing, want)
+	}
+	ins := InspectDCP(step, nil, false)
+	for _, part := range []string{"optimizer", "lr_scheduler", "dataloader", "train_state"} {
+		if ins.Totals.Metadata["dcp."+part] != "1 entry, not weights" {
+			t.Errorf("inspect: dcp.%s = %q, want 1 entry", part, ins.Totals.Metadata["dcp."+part])
+		}
+	}
+	if ins.Totals.Tensors != 5 {
+		t.Errorf("inspect: %d tensors, want the model's 5", ins.Totals.Tensors)
+	}
+	if rep.Compared != 5 || rep.Mismatched != 0 {
+		t.Errorf("%d compared, %d mismatched; want 5 and none", rep.Compared, rep.Mismatched)
+	}
+
+	// model.one's entry in rank 1's blob says F16 where the metadata says F32.
+	bad := t.TempDir()
+	for _, name := range []string{".metadata", "__0_0.distcp", "__1_0.distcp"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		must(t, err)
+		if name == "__1_0.distcp" {
+			i := strings.Index(string(b), `"model.one":{"dtype":"F32"`)
+			if i < 0 {
+				t.Fatal("no model.one entry in rank 1's blob")
+			}
+			copy(b[i:], `"model.one":{"dtype":"I32"`)
+		}
+		must(t, os.WriteFile(filepath.Join(bad, name), b, 0o644))
+	}
+	_, fs, err = ValidateDCP(bad)
+	must(t, err)
+	if len(fs) != 1 || fs[0].Code != CodeDCPBadMetadata || fs[0].Key != "model.one" || !strings.Contains(fs[0].Message, "I32 [3], want F32 [3]") {
+		t.Errorf("findings %+v; want one dcp_bad_metadata on model.one", fs)
 	}
 }

@@ -238,3 +238,31 @@ func TestTorchCodesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestTorchIndexUnsafePaths: a pytorch_model.bin.index.json naming shards
+// outside the folder (a backslash traversal, a drive letter, a UNC path)
+// gets the safetensors index's index_unsafe_path on every OS, and nothing
+// outside is opened.
+func TestTorchIndexUnsafePaths(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(torchFixtures, "tied.bin"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "pytorch_model-00001-of-00001.bin"), b, 0o644))
+	index := `{"weight_map": {"embed.weight": "pytorch_model-00001-of-00001.bin", "lm_head.weight": "pytorch_model-00001-of-00001.bin",
+		"row2": "pytorch_model-00001-of-00001.bin", "a": "..\\..\\evil.bin", "b": "C:evil.bin", "c": "\\\\host\\share\\evil.bin"}}`
+	must(t, os.WriteFile(filepath.Join(dir, "pytorch_model.bin.index.json"), []byte(index), 0o644))
+	fs, err := Validate(context.Background(), openCheckpoint(t, dir))
+	must(t, err)
+	var got []string
+	for _, f := range fs {
+		if f.Code == CodeIndexUnsafePath {
+			got = append(got, f.File)
+		} else if f.Severity == Error {
+			t.Errorf("%s %s %s", f.Code, f.Key, f.Message)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{`..\..\evil.bin`, `C:evil.bin`, `\\host\share\evil.bin`}; !slices.Equal(got, want) {
+		t.Errorf("index_unsafe_path on %q, want %q", got, want)
+	}
+}

@@ -146,3 +146,34 @@ func TestReadAheadCancelled(t *testing.T) {
 		t.Errorf("%d of %d buffers back in the pool", n, made)
 	}
 }
+
+// TestReadAtDirect: small reads a chunk apart, which ReadAt takes for a
+// stream and reads ahead, are through ReadAtDirect one request each for
+// just their bytes.
+func TestReadAtDirect(t *testing.T) {
+	dir := t.TempDir()
+	const size = 6 * aheadChunk
+	want := writeRandom(t, dir, "a.bin", size)
+	s := serve(t, dir)
+	opt := checkpoint.RemoteOptions{Timeout: time.Minute}
+	var base Base
+	obj := &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/a.bin", display: "a.bin"}
+	f, err := base.OpenFile(context.Background(), "a.bin", obj, headerProbe, &opt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := s.Bytes()
+	p := make([]byte, 30)
+	for off := int64(aheadChunk); off < size; off += aheadChunk / 2 {
+		if _, err := f.ReadAtDirect(p, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p, want[off:off+30]) {
+			t.Fatalf("bytes at %d differ", off)
+		}
+	}
+	if got := s.Bytes() - before; got != 10*30 {
+		t.Errorf("served %d bytes for ten reads of 30; want 300", got)
+	}
+}

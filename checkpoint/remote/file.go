@@ -332,7 +332,16 @@ func (f *File) Unchanged() error {
 // ReadAt reads len(p) bytes at off: from the bytes kept at open, else by
 // one ranged request (retried on failure, resumed where a broken answer
 // stopped).
-func (f *File) ReadAt(p []byte, off int64) (int, error) {
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off, true) }
+
+// ReadAtDirect is ReadAt for a format's scattered small reads, such as the
+// local headers of a zip archive's entries read at open: each is one
+// ranged request for just its bytes and never switches the file to
+// read-ahead, which would fetch the whole chunks (the storages) between
+// them.
+func (f *File) ReadAtDirect(p []byte, off int64) (int, error) { return f.readAt(p, off, false) }
+
+func (f *File) readAt(p []byte, off int64, ahead bool) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", f.path, off)
 	}
@@ -345,7 +354,10 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		done = copy(p[:n], f.prefix[off:])
 	}
 	if done < n {
-		ok, err := f.readAheadAt(p[done:n], off+int64(done))
+		ok, err := false, error(nil)
+		if ahead {
+			ok, err = f.readAheadAt(p[done:n], off+int64(done))
+		}
 		if !ok {
 			err = f.fetch(p[done:n], off+int64(done))
 		}

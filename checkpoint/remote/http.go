@@ -299,8 +299,9 @@ func openHTTP(ctx context.Context, raw string, o checkpoint.Options) (*checkpoin
 	}
 	s.base, s.display = &b, b.String()
 	if tg == (target{}) {
-		// No listing: look for the usual names.
-		for _, name := range []string{"model.safetensors.index.json", "model.safetensors"} {
+		// No listing: look for the usual names, in transformers' order
+		// (safetensors first, then torch.save's pytorch_model.bin).
+		for _, name := range []string{"model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json", "pytorch_model.bin"} {
 			f, err := s.openNow(ctx, name)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -311,7 +312,7 @@ func openHTTP(ctx context.Context, raw string, o checkpoint.Options) (*checkpoin
 			s.keep(name, f)
 			return Locate(ctx, s, name)
 		}
-		return nil, fmt.Errorf("%s: no model.safetensors.index.json or model.safetensors there (over http(s), give the URL of a .safetensors file or of an index: there is no listing)", s.display)
+		return nil, fmt.Errorf("%s: no model.safetensors.index.json or model.safetensors there, nor pytorch_model.bin.index.json or pytorch_model.bin (over http(s), give the URL of a tensor file or of an index: there is no listing)", s.display)
 	}
 	return Locate(ctx, s, tg.name())
 }

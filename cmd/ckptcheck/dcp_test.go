@@ -72,3 +72,13 @@ func TestDCPDiff(t *testing.T) {
 		t.Errorf("diff with model.b changed: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestDCPTransformDiff: a tensor whose items record a transform is
+// compared by name, shape and dtype (dcp_chunked names why), the others
+// by value.
+func TestDCPTransformDiff(t *testing.T) {
+	code, out, stderr := ckptcheck(t, "diff", "--values", dcpExport(t, false), "../../testdata/dcp/transform")
+	if code != 0 || !strings.Contains(out, "dcp_chunked") || !strings.Contains(out, "stored with a transform") || !strings.Contains(out, "1 compared") {
+		t.Errorf("diff: exit %d\n%s%s", code, out, stderr)
+	}
+}

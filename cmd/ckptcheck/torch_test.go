@@ -80,3 +80,21 @@ func TestTorchCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestTorchPartitionMerge: diff --values of a .bin against its
+// safetensors export, one value changed, run as partitions and merged, is
+// the single run's report.
+func TestTorchPartitionMerge(t *testing.T) {
+	clearPartitionEnv(t)
+	bin := "../../testdata/torchsave/tied.bin"
+	exp := torchExport(t, true)
+	files := partitionReports(t, t.TempDir(), 2, bin, exp)
+	_, single, _ := ckptcheck(t, "diff", "--values", "--format", "json", bin, exp)
+	code, merged, stderr := ckptcheck(t, "merge", "--format", "json", files[1], files[0])
+	if code != 1 || !strings.Contains(merged, "value_mismatch") {
+		t.Fatalf("merge: exit %d, want 1 with the value_mismatch\n%s%s", code, merged, stderr)
+	}
+	if a, b := withoutMergeFields(t, merged), withoutMergeFields(t, single); a != b {
+		t.Errorf("merged JSON differs from the single run's:\n%s\nwant\n%s", a, b)
+	}
+}

@@ -115,7 +115,7 @@ for c in (ChunkStorageMetadata, _MEM_FORMAT_ENCODING, TensorProperties,
 put(fs, _StorageInfo)
 
 
-def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transposed=()):
+def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transposed=(), transforms=None):
     """tensors: fqn -> (full tensor, [(offsets, sizes[, rank])]): each chunk
     is torch.save'd narrowed from the full tensor into rank's file
     __<rank>_0.distcp (relpath for rank 0), after the items before it, as
@@ -146,7 +146,7 @@ def write(folder, tensors, extra=None, relpath="__0_0.distcp", swap=(), transpos
             start = out.tell()
             out.write(buf.getvalue())
             cms.append(ChunkStorageMetadata(torch.Size(off), torch.Size(size)))
-            infos.append(_StorageInfo(name, start, out.tell() - start))
+            infos.append(_StorageInfo(name, start, out.tell() - start, (transforms or {}).get(fqn)))
         if fqn in swap:
             infos[0], infos[1] = infos[1], infos[0]
         for i, cm in enumerate(cms):
@@ -183,6 +183,10 @@ write("good", {
 write("gap", {"model.w": (w, [((0, 0), (2, 6)), ((2, 0), (1, 6))])})
 # Row 1 is in both chunks.
 write("overlap", {"model.w": (w, [((0, 0), (2, 6)), ((1, 0), (3, 6))])})
+# model.w's items record a stream transform (the newest FileSystemWriter's
+# transform_descriptors, _extension.py's ZStandard "stream.zstd"); its
+# bytes here are plain, but no reader may take them so.
+write("transform", {"model.w": (w, [((0, 0), (4, 6))]), "model.b": (b, [((0,), (6,))])}, transforms={"model.w": ["stream.zstd"]})
 
 # A step saved by two ranks: tensors sharded along dim 0 (FSDP, unevenly),
 # dim 1 (row-parallel), a 2x2 grid, the middle dim of a stack, chunks
@@ -215,3 +219,79 @@ names = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 with open("expected.json", "w") as f:
     json.dump({k: {"dtype": names[t.dtype], "shape": list(t.shape), "hex": hexbytes(t)} for k, (t, _) in sharded.items()}, f, indent=1, sort_keys=True)
     f.write("\n")
+
+
+def safetensors_blob(chunks, metadata):
+    """The bytes safetensors.torch.save writes for chunks ({fqn: tensor}):
+    a little-endian u64 header length, the JSON header (the entries and
+    __metadata__) padded with spaces to 8 bytes, then the data."""
+    header, data = {"__metadata__": metadata}, b""
+    for fqn in sorted(chunks):
+        t = chunks[fqn]
+        b = bytes.fromhex(hexbytes(t))
+        header[fqn] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return len(h).to_bytes(8, "little") + h + data
+
+
+def write_safetensors(folder, tensors, extra):
+    """A step as FileSystemWriter(serialization_format=SAFETENSORS) writes
+    it (torch >= 2.8, torch/distributed/checkpoint/filesystem.py,
+    _write_files_from_queue and _write_item): a rank's file holds its byte
+    items, then one safetensors blob of its chunks keyed by FQN, with
+    DCP_SHARDING_INFO (each FQN's saved_offsets) and DCP_VERSION in its
+    metadata; each chunk's _StorageInfo has the blob's start as offset and
+    the chunk's bytes as length."""
+    os.makedirs(folder, exist_ok=True)
+    sdm, storage, planner, files = {}, {}, {}, {}
+
+    def rank_file(rank):
+        return files.setdefault("__%d_0.distcp" % rank, {"out": io.BytesIO(), "chunks": {}, "saved": {}, "infos": []})
+
+    for fqn, data in extra.items():
+        out = rank_file(0)["out"]
+        start = out.tell()
+        out.write(data)
+        sdm[fqn] = BytesStorageMetadata()
+        storage[MetadataIndex(fqn)] = _StorageInfo("__0_0.distcp", start, len(data))
+        planner[fqn] = tuple(fqn.split("."))
+    for fqn, (full, chunks) in tensors.items():
+        cms = []
+        for i, (off, size, rank) in enumerate(chunks):
+            part = full
+            for d, (o, s) in enumerate(zip(off, size)):
+                part = part.narrow(d, o, s)
+            rf = rank_file(rank)
+            assert fqn not in rf["chunks"], "a rank saves one chunk of a tensor"
+            rf["chunks"][fqn] = part.clone()
+            rf["saved"][fqn] = {"saved_offsets": list(off)}
+            cm = ChunkStorageMetadata(torch.Size(off), torch.Size(size))
+            cms.append(cm)
+            rf["infos"].append((MetadataIndex(fqn, cm.offsets, i), part.numel() * part.element_size()))
+        sdm[fqn] = TensorStorageMetadata(TensorProperties(full.dtype), full.size(), cms)
+        planner[fqn] = tuple(fqn.split("."))
+    for name, rf in files.items():
+        start = rf["out"].tell()
+        for index, length in rf["infos"]:
+            storage[index] = _StorageInfo(name, start, length)
+        rf["out"].write(safetensors_blob(rf["chunks"], {"DCP_SHARDING_INFO": json.dumps(rf["saved"]), "DCP_VERSION": "1.0"}))
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(rf["out"].getvalue())
+    md = Metadata(sdm, planner, storage, StorageMeta(checkpoint_id=__import__("pathlib").PosixPath(folder), save_id="s"), "1.0.0")
+    with open(os.path.join(folder, ".metadata"), "wb") as f:
+        pickle.dump(md, f, protocol=5)
+
+
+# The sharded step's tensors that each rank holds one chunk of (a rank's
+# blob has one entry an FQN), saved as safetensors items, with the rest of
+# a torchtitan step: optimizer state as tensors, lr_scheduler, dataloader
+# and train_state as byte items before rank 0's blob.
+st_tensors = {k: sharded[k] for k in ("model.rows", "model.cols", "model.stack", "model.uneven", "model.one")}
+st_tensors["optimizer.state.model.rows.exp_avg"] = sharded["model.rows"]
+write_safetensors("safetensors", st_tensors, extra={
+    "train_state": state,
+    "lr_scheduler.lr_scheduler_0": pickle.dumps({"last_epoch": 10}, protocol=5),
+    "dataloader.dp_rank_0": pickle.dumps({"sampler": 3}, protocol=5),
+})
