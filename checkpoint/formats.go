@@ -50,7 +50,7 @@ func tensorExts() []string {
 // it must name a file of a registered format (IsTensorFile) inside the
 // checkpoint's directory. The path rules hold on every OS, whatever the
 // format: no absolute path (/, \, a drive letter, a UNC path), no "..",
-// no NUL byte.
+// no backslash, no NUL byte.
 func UnsafeName(name string) string { return unsafeName(name, IsTensorFile, tensorExts) }
 
 // unsafeName is UnsafeName over a given set of formats, so that tests can
@@ -76,6 +76,10 @@ func UnsafePath(name string) string {
 		return "is an absolute path"
 	case slices.Contains(strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }), ".."):
 		return "leaves the checkpoint directory"
+	case strings.ContainsRune(name, '\\'):
+		// A backslash is a separator on Windows and a name byte elsewhere:
+		// one file would name different paths on different machines.
+		return "contains a backslash (paths in a checkpoint are slash-separated)"
 	case strings.ContainsRune(name, 0):
 		return "contains a NUL byte"
 	}

@@ -162,7 +162,7 @@ var codes = []CodeDoc{
 	{CodeShardUnreadable, Error, "a shard's bytes could not be read during the run (I/O error)"},
 	{CodeShardMissing, Error, "a *.safetensors entry in the directory is a symlink that points at nothing (in a hub cache: an interrupted download)"},
 	{CodeIndexInvalid, Error, "index.json is not JSON, has no weight_map, or maps to non-strings"},
-	{CodeIndexUnsafePath, Error, "index names a shard that is absolute, leaves the directory, or is not .safetensors (never opened)"},
+	{CodeIndexUnsafePath, Error, "index names a shard that is absolute (`/`, `\\`, a drive letter, a UNC path), leaves the directory, holds a backslash or a NUL byte, or is not a tensor file of the index's format (never opened); DCP's `relative_path` follows the same rules"},
 	{CodeIndexMissingShard, Error, "index names a shard that does not exist"},
 	{CodeIndexKeyNotInShard, Error, "index maps a tensor to a shard whose header lacks it"},
 	{CodeShardKeyNotInIndex, Error, "a shard holds a tensor the index does not map to it"},
