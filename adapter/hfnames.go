@@ -1,6 +1,9 @@
 package adapter
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // transformers loads a checkpoint under either of two namings of its own,
 // so a diff must accept both as they are (and say no needs_adapter):
@@ -30,21 +33,23 @@ type basePrefix struct {
 
 // basePrefixes are the PreTrainedModel classes' base_model_prefix, by
 // model_type, as huggingface/transformers declares them.
-var basePrefixes = map[string]basePrefix{
-	"gpt2":       {"transformer", "src/transformers/models/gpt2/modeling_gpt2.py GPT2PreTrainedModel @ 0010f602"},
-	"gptj":       {"transformer", "src/transformers/models/gptj/modeling_gptj.py GPTJPreTrainedModel @ 00b676f8"},
-	"falcon":     {"transformer", "src/transformers/models/falcon/modeling_falcon.py FalconPreTrainedModel @ 44272086"},
-	"bloom":      {"transformer", "src/transformers/models/bloom/modeling_bloom.py BloomPreTrainedModel @ 9d97831a"},
-	"llama":      {"model", "src/transformers/models/llama/modeling_llama.py LlamaPreTrainedModel @ 00227283"},
-	"mistral":    {"model", "src/transformers/models/mistral/modeling_mistral.py MistralPreTrainedModel @ 93e0020c"},
-	"mixtral":    {"model", "src/transformers/models/mixtral/modeling_mixtral.py MixtralPreTrainedModel @ af3efdd7"},
-	"qwen2":      {"model", "src/transformers/models/qwen2/modeling_qwen2.py Qwen2PreTrainedModel @ 63bb7237"},
-	"qwen3":      {"model", "src/transformers/models/qwen3/modeling_qwen3.py Qwen3PreTrainedModel @ 9ee3f431"},
-	"qwen2_vl":   {"model", "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLPreTrainedModel @ 7e7810ab"},
-	"qwen2_5_vl": {"model", "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLPreTrainedModel @ d903f323"},
-	"bert":       {"bert", "src/transformers/models/bert/modeling_bert.py BertPreTrainedModel @ 8ec58104"},
-	"roberta":    {"roberta", "src/transformers/models/roberta/modeling_roberta.py RobertaPreTrainedModel @ 87b236ba"},
-}
+var basePrefixes = sync.OnceValue(func() map[string]basePrefix {
+	return map[string]basePrefix{
+		"gpt2":       {"transformer", "src/transformers/models/gpt2/modeling_gpt2.py GPT2PreTrainedModel @ 0010f602"},
+		"gptj":       {"transformer", "src/transformers/models/gptj/modeling_gptj.py GPTJPreTrainedModel @ 00b676f8"},
+		"falcon":     {"transformer", "src/transformers/models/falcon/modeling_falcon.py FalconPreTrainedModel @ 44272086"},
+		"bloom":      {"transformer", "src/transformers/models/bloom/modeling_bloom.py BloomPreTrainedModel @ 9d97831a"},
+		"llama":      {"model", "src/transformers/models/llama/modeling_llama.py LlamaPreTrainedModel @ 00227283"},
+		"mistral":    {"model", "src/transformers/models/mistral/modeling_mistral.py MistralPreTrainedModel @ 93e0020c"},
+		"mixtral":    {"model", "src/transformers/models/mixtral/modeling_mixtral.py MixtralPreTrainedModel @ af3efdd7"},
+		"qwen2":      {"model", "src/transformers/models/qwen2/modeling_qwen2.py Qwen2PreTrainedModel @ 63bb7237"},
+		"qwen3":      {"model", "src/transformers/models/qwen3/modeling_qwen3.py Qwen3PreTrainedModel @ 9ee3f431"},
+		"qwen2_vl":   {"model", "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLPreTrainedModel @ 7e7810ab"},
+		"qwen2_5_vl": {"model", "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLPreTrainedModel @ d903f323"},
+		"bert":       {"bert", "src/transformers/models/bert/modeling_bert.py BertPreTrainedModel @ 8ec58104"},
+		"roberta":    {"roberta", "src/transformers/models/roberta/modeling_roberta.py RobertaPreTrainedModel @ 87b236ba"},
+	}
+})
 
 // A conversion is a vision-language class's _checkpoint_conversion_mapping
 // as pairs of name prefixes, the Hub files' (old) and the module tree's
@@ -86,14 +91,16 @@ var qwenVLConversion = [][2]string{
 	{"model.", "model.language_model."},
 }
 
-var conversions = map[string]conversion{
-	"llava":      {llavaConversion, "src/transformers/models/llava/modeling_llava.py LlavaForConditionalGeneration @ 00d3cdbe"},
-	"gemma3":     {llavaConversion, "src/transformers/models/gemma3/modeling_gemma3.py Gemma3ForConditionalGeneration @ f14d0cbc"},
-	"mistral3":   {llavaConversion, "src/transformers/models/mistral3/modeling_mistral3.py Mistral3ForConditionalGeneration @ 7e7810ab"},
-	"internvl":   {llavaConversion, "src/transformers/models/internvl/modeling_internvl.py InternVLForConditionalGeneration @ 2fd44548"},
-	"qwen2_vl":   {qwenVLConversion, "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLForConditionalGeneration @ 7e7810ab"},
-	"qwen2_5_vl": {qwenVLConversion, "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLForConditionalGeneration @ d903f323"},
-}
+var conversions = sync.OnceValue(func() map[string]conversion {
+	return map[string]conversion{
+		"llava":      {llavaConversion, "src/transformers/models/llava/modeling_llava.py LlavaForConditionalGeneration @ 00d3cdbe"},
+		"gemma3":     {llavaConversion, "src/transformers/models/gemma3/modeling_gemma3.py Gemma3ForConditionalGeneration @ f14d0cbc"},
+		"mistral3":   {llavaConversion, "src/transformers/models/mistral3/modeling_mistral3.py Mistral3ForConditionalGeneration @ 7e7810ab"},
+		"internvl":   {llavaConversion, "src/transformers/models/internvl/modeling_internvl.py InternVLForConditionalGeneration @ 2fd44548"},
+		"qwen2_vl":   {qwenVLConversion, "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py Qwen2VLForConditionalGeneration @ 7e7810ab"},
+		"qwen2_5_vl": {qwenVLConversion, "src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py Qwen2_5_VLForConditionalGeneration @ d903f323"},
+	}
+})
 
 // Aliases are the names transformers loads a model_type's checkpoints
 // under besides their own: with or without the base model's prefix, and
@@ -105,7 +112,7 @@ type Aliases struct {
 
 // AliasesOf returns what transformers accepts for checkpoints of modelType.
 func AliasesOf(modelType string) Aliases {
-	return Aliases{prefix: basePrefixes[modelType], conversion: conversions[modelType]}
+	return Aliases{prefix: basePrefixes()[modelType], conversion: conversions()[modelType]}
 }
 
 // BasePrefix returns the model_type's base_model_prefix, with its dot

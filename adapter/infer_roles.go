@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A role is what a projection is in a transformer block, as names say it
@@ -23,34 +24,38 @@ const (
 
 // roleOfSegment names the role of one name segment (whole segments only:
 // k_norm is not k).
-var roleOfSegment = map[string]role{
-	"q_proj": roleQ, "wq": roleQ, "q": roleQ, "query": roleQ, "q_lin": roleQ,
-	"k_proj": roleK, "wk": roleK, "k": roleK, "key": roleK, "k_lin": roleK,
-	"v_proj": roleV, "wv": roleV, "v": roleV, "value": roleV, "v_lin": roleV,
-	"o_proj": roleO, "out_proj": roleO, "out_lin": roleO,
-	"gate_proj": roleGate, "w1": roleGate, "w1_EFD": roleGate, "wi_0": roleGate,
-	"up_proj": roleUp, "w3": roleUp, "w3_EFD": roleUp, "wi_1": roleUp,
-	"down_proj": roleDown, "w2": roleDown, "w2_EDF": roleDown,
-}
+var roleOfSegment = sync.OnceValue(func() map[string]role {
+	return map[string]role{
+		"q_proj": roleQ, "wq": roleQ, "q": roleQ, "query": roleQ, "q_lin": roleQ,
+		"k_proj": roleK, "wk": roleK, "k": roleK, "key": roleK, "k_lin": roleK,
+		"v_proj": roleV, "wv": roleV, "v": roleV, "value": roleV, "v_lin": roleV,
+		"o_proj": roleO, "out_proj": roleO, "out_lin": roleO,
+		"gate_proj": roleGate, "w1": roleGate, "w1_EFD": roleGate, "wi_0": roleGate,
+		"up_proj": roleUp, "w3": roleUp, "w3_EFD": roleUp, "wi_1": roleUp,
+		"down_proj": roleDown, "w2": roleDown, "w2_EDF": roleDown,
+	}
+})
 
 // fusedRoles names the parts, in order, of a fused projection's segment:
 // the order every framework we know concatenates them in.
-var fusedRoles = map[string][]role{
-	"qkv_proj": {roleQ, roleK, roleV}, "wqkv": {roleQ, roleK, roleV}, "Wqkv": {roleQ, roleK, roleV},
-	"qkv": {roleQ, roleK, roleV}, "c_attn": {roleQ, roleK, roleV}, "query_key_value": {roleQ, roleK, roleV},
-	"linear_qkv":   {roleQ, roleK, roleV},
-	"gate_up_proj": {roleGate, roleUp}, "gate_up": {roleGate, roleUp}, "w13": {roleGate, roleUp},
-	"w13_EFD": {roleGate, roleUp}, "linear_fc1": {roleGate, roleUp},
-}
+var fusedRoles = sync.OnceValue(func() map[string][]role {
+	return map[string][]role{
+		"qkv_proj": {roleQ, roleK, roleV}, "wqkv": {roleQ, roleK, roleV}, "Wqkv": {roleQ, roleK, roleV},
+		"qkv": {roleQ, roleK, roleV}, "c_attn": {roleQ, roleK, roleV}, "query_key_value": {roleQ, roleK, roleV},
+		"linear_qkv":   {roleQ, roleK, roleV},
+		"gate_up_proj": {roleGate, roleUp}, "gate_up": {roleGate, roleUp}, "w13": {roleGate, roleUp},
+		"w13_EFD": {roleGate, roleUp}, "linear_fc1": {roleGate, roleUp},
+	}
+})
 
 // rolesOf reads a template's role, or its fused roles, from the last
 // segment that names one.
 func rolesOf(t *nameTemplate) (single role, fused []role) {
 	for i := len(t.segs) - 1; i >= 0; i-- {
-		if r, ok := roleOfSegment[t.segs[i]]; ok {
+		if r, ok := roleOfSegment()[t.segs[i]]; ok {
 			return r, nil
 		}
-		if f, ok := fusedRoles[t.segs[i]]; ok {
+		if f, ok := fusedRoles()[t.segs[i]]; ok {
 			return roleNone, f
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -160,14 +161,16 @@ func templatesOf(tensors []safetensors.TensorInfo, limit int) ([]*nameTemplate, 
 
 // wrapperSegments are the path segments that wrappers add (DDP, torch.compile,
 // FSDP): names equal without them are the same tensor.
-var wrapperSegments = map[string]bool{"module": true, "_orig_mod": true, "_fsdp_wrapped_module": true, "_checkpoint_wrapped_module": true}
+var wrapperSegments = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"module": true, "_orig_mod": true, "_fsdp_wrapped_module": true, "_checkpoint_wrapped_module": true}
+})
 
 // bareKey is a template key without wrapper segments.
 func bareKey(key string) string {
 	segs := strings.Split(key, ".")
 	kept := segs[:0]
 	for _, s := range segs {
-		if !wrapperSegments[s] {
+		if !wrapperSegments()[s] {
 			kept = append(kept, s)
 		}
 	}

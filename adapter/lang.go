@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -60,19 +61,21 @@ type ruleSpec struct {
 	build    func(r *rule, args []string) error
 }
 
-var ruleSpecs = map[string]ruleSpec{
-	"strip-prefix":   {kind: opStripPrefix, min: 1, max: 1, build: buildLiteral},
-	"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
-	"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
-	"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add"}, build: buildMapping},
-	"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add"}, build: buildMapping},
-	"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add"}, build: buildMapping},
-	"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "add"}, build: buildConcat},
-	"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add"}, required: []string{"heads"}, build: buildMapping},
-	"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
-	"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
-	"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
-}
+var ruleSpecs = sync.OnceValue(func() map[string]ruleSpec {
+	return map[string]ruleSpec{
+		"strip-prefix":   {kind: opStripPrefix, min: 1, max: 1, build: buildLiteral},
+		"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
+		"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
+		"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add"}, build: buildMapping},
+		"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add"}, build: buildMapping},
+		"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add"}, build: buildMapping},
+		"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "add"}, build: buildConcat},
+		"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add"}, required: []string{"heads"}, build: buildMapping},
+		"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
+		"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
+		"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
+	}
+})
 
 // optionSpecs parse an option's value into the rule.
 var optionSpecs = map[string]func(r *rule, v string) error{
@@ -294,7 +297,7 @@ func Parse(source string, text string) (*Adapter, error) {
 			}
 			continue
 		}
-		spec, ok := ruleSpecs[word]
+		spec, ok := ruleSpecs()[word]
 		if !ok {
 			return nil, fail("unknown rule %q", word)
 		}

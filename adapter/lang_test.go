@@ -124,7 +124,7 @@ func TestParseWords(t *testing.T) {
 // every option a spec names has a parser.
 func TestRuleSpecs(t *testing.T) {
 	kinds := map[opKind]bool{}
-	for word, spec := range ruleSpecs {
+	for word, spec := range ruleSpecs() {
 		kinds[spec.kind] = true
 		if spec.build == nil || spec.min < 1 || (spec.max >= 0 && spec.max < spec.min) {
 			t.Errorf("%s: spec %+v", word, spec)

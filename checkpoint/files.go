@@ -200,30 +200,32 @@ const (
 
 // companionNames are the files beside the weights that transformers reads
 // to load a model and generate with it, by name.
-var companionNames = map[string]FileKind{
-	"config.json":                    KindConfig,
-	"generation_config.json":         KindGeneration,
-	"tokenizer.json":                 KindTokenizer,
-	"tokenizer_config.json":          KindTokenizer,
-	"special_tokens_map.json":        KindTokenizer,
-	"added_tokens.json":              KindTokenizer,
-	"tokenizer.model":                KindTokenizer,
-	"vocab.json":                     KindTokenizer,
-	"merges.txt":                     KindTokenizer,
-	"vocab.txt":                      KindTokenizer,
-	"spiece.model":                   KindTokenizer,
-	"sentencepiece.bpe.model":        KindTokenizer,
-	"chat_template.jinja":            KindChatTemplate,
-	"chat_template.json":             KindChatTemplate,
-	"preprocessor_config.json":       KindProcessor,
-	"processor_config.json":          KindProcessor,
-	"video_preprocessor_config.json": KindProcessor,
-}
+var companionNames = sync.OnceValue(func() map[string]FileKind {
+	return map[string]FileKind{
+		"config.json":                    KindConfig,
+		"generation_config.json":         KindGeneration,
+		"tokenizer.json":                 KindTokenizer,
+		"tokenizer_config.json":          KindTokenizer,
+		"special_tokens_map.json":        KindTokenizer,
+		"added_tokens.json":              KindTokenizer,
+		"tokenizer.model":                KindTokenizer,
+		"vocab.json":                     KindTokenizer,
+		"merges.txt":                     KindTokenizer,
+		"vocab.txt":                      KindTokenizer,
+		"spiece.model":                   KindTokenizer,
+		"sentencepiece.bpe.model":        KindTokenizer,
+		"chat_template.jinja":            KindChatTemplate,
+		"chat_template.json":             KindChatTemplate,
+		"preprocessor_config.json":       KindProcessor,
+		"processor_config.json":          KindProcessor,
+		"video_preprocessor_config.json": KindProcessor,
+	}
+})
 
 // CompanionKind says what a file beside the weights is for, by its name:
 // "" for a file that is not one (a shard, an index, a README).
 func CompanionKind(name string) FileKind {
-	if k, ok := companionNames[name]; ok {
+	if k, ok := companionNames()[name]; ok {
 		return k
 	}
 	if strings.HasSuffix(name, ".tiktoken") && !strings.Contains(name, "/") {
@@ -235,8 +237,8 @@ func CompanionKind(name string) FileKind {
 // CompanionNames lists the fixed names CompanionKind knows, sorted: what a
 // source that cannot list is probed for.
 func CompanionNames() []string {
-	names := make([]string, 0, len(companionNames))
-	for n := range companionNames {
+	names := make([]string, 0, len(companionNames()))
+	for n := range companionNames() {
 		names = append(names, n)
 	}
 	slices.Sort(names)

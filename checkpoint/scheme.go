@@ -52,12 +52,14 @@ var (
 // wellKnown are the schemes ckptcheck's own remote sources serve: paths
 // with them are remote even when no source for them is linked, and Open
 // says which package to link.
-var wellKnown = map[string]string{
-	"https": "github.com/ckptcheck/ckptcheck/checkpoint/remote",
-	"http":  "github.com/ckptcheck/ckptcheck/checkpoint/remote",
-	"hf":    "github.com/ckptcheck/ckptcheck/checkpoint/remote",
-	"s3":    "github.com/ckptcheck/ckptcheck/checkpoint/remote/s3",
-}
+var wellKnown = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"https": "github.com/ckptcheck/ckptcheck/checkpoint/remote",
+		"http":  "github.com/ckptcheck/ckptcheck/checkpoint/remote",
+		"hf":    "github.com/ckptcheck/ckptcheck/checkpoint/remote",
+		"s3":    "github.com/ckptcheck/ckptcheck/checkpoint/remote/s3",
+	}
+})
 
 // RegisterScheme makes Open read paths "scheme://…" through open. Sources
 // call it from an init function. The scheme is matched without regard to
@@ -94,7 +96,7 @@ func IsRemote(path string) bool {
 	if s == "" {
 		return false
 	}
-	if _, ok := wellKnown[s]; ok {
+	if _, ok := wellKnown()[s]; ok {
 		return true
 	}
 	schemesMu.RLock()
@@ -111,7 +113,7 @@ func openRemote(ctx context.Context, p string, opt Options) (*Checkpoint, error)
 	open := schemes[s]
 	schemesMu.RUnlock()
 	if open == nil {
-		return nil, fmt.Errorf("%s: %s:// paths need the %s source linked in (import %s)", p, s, s, wellKnown[s])
+		return nil, fmt.Errorf("%s: %s:// paths need the %s source linked in (import %s)", p, s, s, wellKnown()[s])
 	}
 	loc, err := open(ctx, p, opt)
 	if err != nil {

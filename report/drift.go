@@ -3,12 +3,15 @@ package report
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
 // shortKind abbreviates the widest column names of the drift table.
-var shortKind = map[string]string{"input_layernorm": "in_norm", "post_attention_layernorm": "post_norm"}
+var shortKind = sync.OnceValue(func() map[string]string {
+	return map[string]string{"input_layernorm": "in_norm", "post_attention_layernorm": "post_norm"}
+})
 
 // writeDrift writes, under --expect derived, the drift of every layer and
 // tensor kind as the heatmap lays them out: the largest relative L2 of
@@ -21,7 +24,7 @@ func writeDrift(b *strings.Builder, r *verify.Report) {
 	b.WriteString("\ndrift per layer (largest relative L2 ‖e − p‖ / ‖p‖; = unchanged, » beyond the drift bound, R re-initialized, ! NaN or Inf, – not compared, × missing)\n")
 	header := []string{"layer"}
 	for _, c := range h.Columns {
-		if s, ok := shortKind[c]; ok {
+		if s, ok := shortKind()[c]; ok {
 			c = s
 		}
 		header = append(header, c)

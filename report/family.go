@@ -2,6 +2,7 @@ package report
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 	"github.com/ckptcheck/ckptcheck/verify"
@@ -26,60 +27,62 @@ func Families() []Family {
 	return []Family{FamilyFormat, FamilyIndex, FamilyConfig, FamilyKeys, FamilyValues, FamilyFiles}
 }
 
-var familyOf = map[verify.Code]Family{
-	verify.CodeDuplicateKey:  FamilyFormat,
-	verify.CodeUnalignedData: FamilyFormat,
+var familyOf = sync.OnceValue(func() map[verify.Code]Family {
+	return map[verify.Code]Family{
+		verify.CodeDuplicateKey:  FamilyFormat,
+		verify.CodeUnalignedData: FamilyFormat,
 
-	verify.CodeShardKeyNotInIndex:       FamilyIndex,
-	verify.CodeDuplicateKeyAcrossShards: FamilyIndex,
-	verify.CodeUnreferencedShard:        FamilyIndex,
-	verify.CodeShardOfIndex:             FamilyIndex,
+		verify.CodeShardKeyNotInIndex:       FamilyIndex,
+		verify.CodeDuplicateKeyAcrossShards: FamilyIndex,
+		verify.CodeUnreferencedShard:        FamilyIndex,
+		verify.CodeShardOfIndex:             FamilyIndex,
 
-	verify.CodeMissingKey:       FamilyKeys,
-	verify.CodeUnexpectedKey:    FamilyKeys,
-	verify.CodeNotCompared:      FamilyKeys,
-	verify.CodeShapeMismatch:    FamilyKeys,
-	verify.CodeDTypeMismatch:    FamilyKeys,
-	verify.CodeTiedWeight:       FamilyKeys,
-	verify.CodeAdapterCollision: FamilyKeys,
-	verify.CodeAdapterDropped:   FamilyKeys,
-	verify.CodeAdapterError:     FamilyKeys,
-	verify.CodeAdapterLimit:     FamilyKeys,
-	verify.CodeLowKeyOverlap:    FamilyKeys,
-	verify.CodeNeedsAdapter:     FamilyKeys,
-	verify.CodeInferAmbiguous:   FamilyKeys,
-	verify.CodeLoRAAdapter:      FamilyKeys,
-	verify.CodeAdapterBeside:    FamilyKeys,
-	// Quantized tensors stand for the missing keys they would make.
-	verify.CodeQuantizedUnsupported:  FamilyKeys,
-	verify.CodeQuantizedScaleMissing: FamilyKeys,
-	verify.CodeQuantizedScaleShape:   FamilyKeys,
-	verify.CodeQuantizedScaleUnused:  FamilyKeys,
-	verify.CodeQuantizedConfig:       FamilyKeys,
+		verify.CodeMissingKey:       FamilyKeys,
+		verify.CodeUnexpectedKey:    FamilyKeys,
+		verify.CodeNotCompared:      FamilyKeys,
+		verify.CodeShapeMismatch:    FamilyKeys,
+		verify.CodeDTypeMismatch:    FamilyKeys,
+		verify.CodeTiedWeight:       FamilyKeys,
+		verify.CodeAdapterCollision: FamilyKeys,
+		verify.CodeAdapterDropped:   FamilyKeys,
+		verify.CodeAdapterError:     FamilyKeys,
+		verify.CodeAdapterLimit:     FamilyKeys,
+		verify.CodeLowKeyOverlap:    FamilyKeys,
+		verify.CodeNeedsAdapter:     FamilyKeys,
+		verify.CodeInferAmbiguous:   FamilyKeys,
+		verify.CodeLoRAAdapter:      FamilyKeys,
+		verify.CodeAdapterBeside:    FamilyKeys,
+		// Quantized tensors stand for the missing keys they would make.
+		verify.CodeQuantizedUnsupported:  FamilyKeys,
+		verify.CodeQuantizedScaleMissing: FamilyKeys,
+		verify.CodeQuantizedScaleShape:   FamilyKeys,
+		verify.CodeQuantizedScaleUnused:  FamilyKeys,
+		verify.CodeQuantizedConfig:       FamilyKeys,
 
-	verify.CodeValueMismatch:      FamilyValues,
-	verify.CodeQuantizationError:  FamilyValues,
-	verify.CodeNonFinite:          FamilyValues,
-	verify.CodeReinitialized:      FamilyValues,
-	verify.CodeTiedWeightMismatch: FamilyValues,
-	verify.CodeUnchanged:          FamilyValues,
-	verify.CodeDriftExcessive:     FamilyValues,
-	verify.CodeNotTrained:         FamilyValues,
+		verify.CodeValueMismatch:      FamilyValues,
+		verify.CodeQuantizationError:  FamilyValues,
+		verify.CodeNonFinite:          FamilyValues,
+		verify.CodeReinitialized:      FamilyValues,
+		verify.CodeTiedWeightMismatch: FamilyValues,
+		verify.CodeUnchanged:          FamilyValues,
+		verify.CodeDriftExcessive:     FamilyValues,
+		verify.CodeNotTrained:         FamilyValues,
 
-	verify.CodeGGUFConfigMismatch: FamilyConfig,
+		verify.CodeGGUFConfigMismatch: FamilyConfig,
 
-	verify.CodeShardUnreadable: FamilyFiles,
-	verify.CodeShardMissing:    FamilyFiles,
-	verify.CodeEmptyCheckpoint: FamilyFiles,
-	verify.CodeVariants:        FamilyFiles,
-}
+		verify.CodeShardUnreadable: FamilyFiles,
+		verify.CodeShardMissing:    FamilyFiles,
+		verify.CodeEmptyCheckpoint: FamilyFiles,
+		verify.CodeVariants:        FamilyFiles,
+	}
+})
 
 // FamilyOf returns the family of a finding code. The reference
 // implementation's error kinds are format findings; codes not listed go by
 // their prefix (index_, config_, value_), and the rest, which are about
 // files (missing files, manifests, hashes), are files findings.
 func FamilyOf(c verify.Code) Family {
-	if f, ok := familyOf[c]; ok {
+	if f, ok := familyOf()[c]; ok {
 		return f
 	}
 	for _, k := range safetensors.ErrorKinds() {

@@ -28,8 +28,10 @@ const (
 	statusUnchanged     = "unchanged"     // compared, relative L2 0
 )
 
-var statusRank = map[string]int{statusMissing: 0, statusUnexpected: 1, statusReinitialized: 2, statusNonFinite: 3,
-	statusDrift: 4, statusMismatched: 5, statusSkipped: 6, statusChanged: 7, statusUnchanged: 8}
+var statusRank = sync.OnceValue(func() map[string]int {
+	return map[string]int{statusMissing: 0, statusUnexpected: 1, statusReinitialized: 2, statusNonFinite: 3,
+		statusDrift: 4, statusMismatched: 5, statusSkipped: 6, statusChanged: 7, statusUnchanged: 8}
+})
 
 // statusDoc is the legend's text for each status but changed; drift is
 // only ever seen, and so only in the legend, under --expect derived.
@@ -119,7 +121,7 @@ func kindOf(rest string) string {
 func tensorStatus(r *verify.Report) (map[string]string, map[string]*verify.TensorStats) {
 	status := map[string]string{}
 	set := func(key, s string) {
-		if old, ok := status[key]; !ok || statusRank[s] < statusRank[old] {
+		if old, ok := status[key]; !ok || statusRank()[s] < statusRank()[old] {
 			status[key] = s
 		}
 	}
@@ -309,7 +311,7 @@ func (c *heatCell) summarize(status map[string]string, stats map[string]*verify.
 	for _, k := range c.Keys {
 		s := status[k]
 		counts[s]++
-		if statusRank[s] < statusRank[c.Status] {
+		if statusRank()[s] < statusRank()[c.Status] {
 			c.Status = s
 		}
 		if t := stats[k]; t != nil && t.Skipped == "" && t.RelL2.Defined() {
@@ -375,23 +377,25 @@ func statsText(t *verify.TensorStats) string {
 var viridis = [][3]float64{{68, 1, 84}, {71, 44, 122}, {59, 81, 139}, {44, 113, 142}, {33, 144, 141},
 	{39, 173, 129}, {92, 200, 99}, {170, 220, 50}, {253, 231, 37}}
 
-var statusColor = map[string]string{
-	statusUnchanged:     "#ffffff",
-	statusMissing:       "#111111",
-	statusUnexpected:    "#6b6b6b",
-	statusMismatched:    "#f08c00",
-	statusReinitialized: "#e03131",
-	statusNonFinite:     "#c2255c",
-	statusSkipped:       "#ced4da",
-	statusDrift:         "#a61e4d",
-}
+var statusColor = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		statusUnchanged:     "#ffffff",
+		statusMissing:       "#111111",
+		statusUnexpected:    "#6b6b6b",
+		statusMismatched:    "#f08c00",
+		statusReinitialized: "#e03131",
+		statusNonFinite:     "#c2255c",
+		statusSkipped:       "#ced4da",
+		statusDrift:         "#a61e4d",
+	}
+})
 
 // paint sets a cell's colour: a changed cell by its relative L2 on the log
 // scale from 10^lo to 10^hi, the others by status.
 func (c *heatCell) paint(lo, hi int) {
 	c.Glyph = glyphOf(c.Status)
 	if c.Status != statusChanged {
-		c.Color = statusColor[c.Status]
+		c.Color = statusColor()[c.Status]
 		c.Dark = darkStatus(c.Status)
 		return
 	}

@@ -200,7 +200,7 @@ func HTML(w io.Writer, r *verify.Report, opt Options) error {
 					class = "dark"
 				}
 				p.Statuses = append(p.Statuses, status{Label: d.label, Glyph: d.glyph, Class: class,
-					Style: template.CSS("background:" + cssColor(statusColor[d.status]))})
+					Style: template.CSS("background:" + cssColor(statusColor()[d.status]))})
 			}
 			data["heatmap"] = h
 		}

@@ -81,7 +81,7 @@ func TestHeatmapLayout(t *testing.T) {
 		return -1
 	}
 	layer := func(n int) *heatRow { return hm.Rows[1+n] }
-	if c := layer(2).Cells[col("k_norm")]; c.Status != statusMissing || c.Color != statusColor[statusMissing] {
+	if c := layer(2).Cells[col("k_norm")]; c.Status != statusMissing || c.Color != statusColor()[statusMissing] {
 		t.Errorf("layer 2 k_norm %+v, want missing", c)
 	}
 	if c := layer(1).Cells[col("experts.down_proj")]; c.Status != statusReinitialized || len(c.Keys) != 2 || float64(c.RelL2) != 1.41 {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // DType is the element type of a tensor, as named in a safetensors header.
@@ -95,17 +96,19 @@ var dtypesByName = func() map[string]DType {
 // dtypeAliases are the names dtypes go by outside headers: torch's
 // (config.json's "torch_dtype"/"dtype", "torch.bfloat16") and common
 // abbreviations. Keys are lower case.
-var dtypeAliases = map[string]DType{
-	"bfloat16": BF16, "bf16": BF16,
-	"float32": F32, "float": F32, "fp32": F32, "f32": F32,
-	"float16": F16, "half": F16, "fp16": F16, "f16": F16,
-	"float64": F64, "double": F64, "fp64": F64, "f64": F64,
-	"float8_e4m3fn": F8_E4M3, "fp8": F8_E4M3, "float8_e5m2": F8_E5M2,
-	"float8_e4m3fnuz": F8_E4M3FNUZ, "float8_e5m2fnuz": F8_E5M2FNUZ, "float8_e8m0fnu": F8_E8M0,
-	"float4_e2m1fn_x2": F4,
-	"int8":             I8, "uint8": U8, "int16": I16, "uint16": U16, "int32": I32, "uint32": U32,
-	"int64": I64, "uint64": U64, "bool": BOOL, "complex64": C64,
-}
+var dtypeAliases = sync.OnceValue(func() map[string]DType {
+	return map[string]DType{
+		"bfloat16": BF16, "bf16": BF16,
+		"float32": F32, "float": F32, "fp32": F32, "f32": F32,
+		"float16": F16, "half": F16, "fp16": F16, "f16": F16,
+		"float64": F64, "double": F64, "fp64": F64, "f64": F64,
+		"float8_e4m3fn": F8_E4M3, "fp8": F8_E4M3, "float8_e5m2": F8_E5M2,
+		"float8_e4m3fnuz": F8_E4M3FNUZ, "float8_e5m2fnuz": F8_E5M2FNUZ, "float8_e8m0fnu": F8_E8M0,
+		"float4_e2m1fn_x2": F4,
+		"int8":             I8, "uint8": U8, "int16": I16, "uint16": U16, "int32": I32, "uint32": U32,
+		"int64": I64, "uint64": U64, "bool": BOOL, "complex64": C64,
+	}
+})
 
 // LookupDType finds a dtype by any name it goes by: a header name in any
 // case ("bf16", "BF16") or a torch name, with or without "torch."
@@ -113,7 +116,7 @@ var dtypeAliases = map[string]DType{
 // ParseDType, which is case-sensitive as the reference is.
 func LookupDType(name string) (DType, bool) {
 	lower := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(name)), "torch.")
-	if d, ok := dtypeAliases[lower]; ok {
+	if d, ok := dtypeAliases()[lower]; ok {
 		return d, true
 	}
 	return ParseDType(strings.ToUpper(lower))

@@ -2,6 +2,7 @@ package torchsave
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/pickle"
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -21,82 +22,90 @@ import (
 // so that a quantized tensor is reported as unsupported, not unsafe).
 // Nothing named is ever imported or called.
 func Allowed(g pickle.Global) bool {
-	if allowed[g.String()] {
+	if allowed()[g.String()] {
 		return true
 	}
 	switch g.Module {
 	case "torch", "torch.cuda":
 		if _, ok := storageDType(g.Name); ok || g.Name == "ComplexDoubleStorage" ||
-			strings.HasSuffix(g.Name, "Tensor") && tensorClasses[strings.TrimSuffix(g.Name, "Tensor")] {
+			strings.HasSuffix(g.Name, "Tensor") && tensorClasses()[strings.TrimSuffix(g.Name, "Tensor")] {
 			return true
 		}
 		if g.Module == "torch" {
 			_, ok := tensorfile.LookupDType(g.Name)
-			return ok || otherDTypes[g.Name]
+			return ok || otherDTypes()[g.Name]
 		}
 	}
 	return false
 }
 
-var allowed = map[string]bool{
-	"collections.OrderedDict":                      true,
-	"collections.Counter":                          true,
-	"torch.nn.parameter.Parameter":                 true,
-	"torch.serialization._get_layout":              true,
-	"torch.Size":                                   true,
-	"torch.Tensor":                                 true,
-	"torch.device":                                 true,
-	"torch.UntypedStorage":                         true,
-	"torch.storage.UntypedStorage":                 true,
-	"torch.storage.TypedStorage":                   true,
-	"torch.storage._UntypedStorage":                true,
-	"torch._utils._rebuild_parameter":              true,
-	"torch._utils._rebuild_parameter_with_state":   true,
-	"torch._utils._rebuild_tensor":                 true,
-	"torch._utils._rebuild_tensor_v2":              true,
-	"torch._utils._rebuild_sparse_tensor":          true,
-	"torch._utils._rebuild_meta_tensor_no_storage": true,
-	"torch._utils._rebuild_sparse_csr_tensor":      true,
-	"torch._utils._rebuild_qtensor":                true,
-	"builtins.set":                                 true,
-	"builtins.frozenset":                           true,
-	"builtins.bytearray":                           true,
-}
+var allowed = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"collections.OrderedDict":                      true,
+		"collections.Counter":                          true,
+		"torch.nn.parameter.Parameter":                 true,
+		"torch.serialization._get_layout":              true,
+		"torch.Size":                                   true,
+		"torch.Tensor":                                 true,
+		"torch.device":                                 true,
+		"torch.UntypedStorage":                         true,
+		"torch.storage.UntypedStorage":                 true,
+		"torch.storage.TypedStorage":                   true,
+		"torch.storage._UntypedStorage":                true,
+		"torch._utils._rebuild_parameter":              true,
+		"torch._utils._rebuild_parameter_with_state":   true,
+		"torch._utils._rebuild_tensor":                 true,
+		"torch._utils._rebuild_tensor_v2":              true,
+		"torch._utils._rebuild_sparse_tensor":          true,
+		"torch._utils._rebuild_meta_tensor_no_storage": true,
+		"torch._utils._rebuild_sparse_csr_tensor":      true,
+		"torch._utils._rebuild_qtensor":                true,
+		"builtins.set":                                 true,
+		"builtins.frozenset":                           true,
+		"builtins.bytearray":                           true,
+	}
+})
 
 // tensorClasses are torch._tensor_classes' stems (torch.FloatTensor…).
-var tensorClasses = map[string]bool{
-	"Double": true, "Float": true, "Long": true, "Int": true, "Short": true, "Char": true,
-	"Byte": true, "Bool": true, "Half": true, "BFloat16": true,
-}
+var tensorClasses = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"Double": true, "Float": true, "Long": true, "Int": true, "Short": true, "Char": true,
+		"Byte": true, "Bool": true, "Half": true, "BFloat16": true,
+	}
+})
 
 // otherDTypes are torch dtypes tensorfile has no DType for.
-var otherDTypes = map[string]bool{"complex32": true, "complex128": true, "cfloat": true, "cdouble": true, "qint8": true, "quint8": true, "qint32": true}
+var otherDTypes = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"complex32": true, "complex128": true, "cfloat": true, "cdouble": true, "qint8": true, "quint8": true, "qint32": true}
+})
 
 // storageDType is the element type of a storage class (FloatStorage).
 func storageDType(class string) (tensorfile.DType, bool) {
-	d, ok := storageDTypes[class]
+	d, ok := storageDTypes()[class]
 	return d, ok
 }
 
-var storageDTypes = map[string]tensorfile.DType{
-	"DoubleStorage":          tensorfile.F64,
-	"FloatStorage":           tensorfile.F32,
-	"HalfStorage":            tensorfile.F16,
-	"BFloat16Storage":        tensorfile.BF16,
-	"LongStorage":            tensorfile.I64,
-	"IntStorage":             tensorfile.I32,
-	"ShortStorage":           tensorfile.I16,
-	"CharStorage":            tensorfile.I8,
-	"ByteStorage":            tensorfile.U8,
-	"BoolStorage":            tensorfile.BOOL,
-	"ComplexFloatStorage":    tensorfile.C64,
-	"UInt16Storage":          tensorfile.U16,
-	"UInt32Storage":          tensorfile.U32,
-	"UInt64Storage":          tensorfile.U64,
-	"Float8_e5m2Storage":     tensorfile.F8_E5M2,
-	"Float8_e4m3fnStorage":   tensorfile.F8_E4M3,
-	"Float8_e5m2fnuzStorage": tensorfile.F8_E5M2FNUZ,
-	"Float8_e4m3fnuzStorage": tensorfile.F8_E4M3FNUZ,
-	"UntypedStorage":         tensorfile.U8,
-	"_UntypedStorage":        tensorfile.U8,
-}
+var storageDTypes = sync.OnceValue(func() map[string]tensorfile.DType {
+	return map[string]tensorfile.DType{
+		"DoubleStorage":          tensorfile.F64,
+		"FloatStorage":           tensorfile.F32,
+		"HalfStorage":            tensorfile.F16,
+		"BFloat16Storage":        tensorfile.BF16,
+		"LongStorage":            tensorfile.I64,
+		"IntStorage":             tensorfile.I32,
+		"ShortStorage":           tensorfile.I16,
+		"CharStorage":            tensorfile.I8,
+		"ByteStorage":            tensorfile.U8,
+		"BoolStorage":            tensorfile.BOOL,
+		"ComplexFloatStorage":    tensorfile.C64,
+		"UInt16Storage":          tensorfile.U16,
+		"UInt32Storage":          tensorfile.U32,
+		"UInt64Storage":          tensorfile.U64,
+		"Float8_e5m2Storage":     tensorfile.F8_E5M2,
+		"Float8_e4m3fnStorage":   tensorfile.F8_E4M3,
+		"Float8_e5m2fnuzStorage": tensorfile.F8_E5M2FNUZ,
+		"Float8_e4m3fnuzStorage": tensorfile.F8_E4M3FNUZ,
+		"UntypedStorage":         tensorfile.U8,
+		"_UntypedStorage":        tensorfile.U8,
+	}
+})

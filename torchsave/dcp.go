@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/internal/pickle"
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -108,35 +109,37 @@ const (
 	dcpShard = "torch.distributed._shard.sharded_tensor.metadata."
 )
 
-var dcpAllowed = map[string]bool{
-	dcpMeta + "Metadata":              true,
-	dcpMeta + "StorageMeta":           true,
-	dcpMeta + "TensorStorageMetadata": true,
-	dcpMeta + "TensorProperties":      true,
-	dcpMeta + "_MEM_FORMAT_ENCODING":  true,
-	dcpMeta + "ChunkStorageMetadata":  true,
-	dcpMeta + "BytesStorageMetadata":  true,
-	dcpMeta + "MetadataIndex":         true,
-	dcpFS + "_StorageInfo":            true,
-	dcpShard + "TensorProperties":     true,
-	dcpShard + "MEM_FORMAT_ENCODING":  true,
-	"torch.Size":                      true,
-	"torch.serialization._get_layout": true,
-	"torch.strided":                   true,
-	"torch.contiguous_format":         true,
-	"torch.channels_last":             true,
-	"torch.preserve_format":           true,
-	"collections.OrderedDict":         true,
-	"pathlib.PosixPath":               true,
-	"pathlib.WindowsPath":             true,
-	"pathlib.PurePosixPath":           true,
-	"pathlib.PureWindowsPath":         true,
-	"pathlib._local.PosixPath":        true, // Python 3.13 moved the classes
-	"pathlib._local.WindowsPath":      true,
-	"pathlib._local.PurePosixPath":    true,
-	"pathlib._local.PureWindowsPath":  true,
-	"builtins.getattr":                true, // Python 3.11 pickles an enum as getattr(class, name)
-}
+var dcpAllowed = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		dcpMeta + "Metadata":              true,
+		dcpMeta + "StorageMeta":           true,
+		dcpMeta + "TensorStorageMetadata": true,
+		dcpMeta + "TensorProperties":      true,
+		dcpMeta + "_MEM_FORMAT_ENCODING":  true,
+		dcpMeta + "ChunkStorageMetadata":  true,
+		dcpMeta + "BytesStorageMetadata":  true,
+		dcpMeta + "MetadataIndex":         true,
+		dcpFS + "_StorageInfo":            true,
+		dcpShard + "TensorProperties":     true,
+		dcpShard + "MEM_FORMAT_ENCODING":  true,
+		"torch.Size":                      true,
+		"torch.serialization._get_layout": true,
+		"torch.strided":                   true,
+		"torch.contiguous_format":         true,
+		"torch.channels_last":             true,
+		"torch.preserve_format":           true,
+		"collections.OrderedDict":         true,
+		"pathlib.PosixPath":               true,
+		"pathlib.WindowsPath":             true,
+		"pathlib.PurePosixPath":           true,
+		"pathlib.PureWindowsPath":         true,
+		"pathlib._local.PosixPath":        true, // Python 3.13 moved the classes
+		"pathlib._local.WindowsPath":      true,
+		"pathlib._local.PurePosixPath":    true,
+		"pathlib._local.PureWindowsPath":  true,
+		"builtins.getattr":                true, // Python 3.11 pickles an enum as getattr(class, name)
+	}
+})
 
 // DCPAllowed reports whether a global may appear in a DCP .metadata
 // pickle: DCP's metadata classes, torch.Size, the dtypes, layouts and
@@ -145,12 +148,12 @@ var dcpAllowed = map[string]bool{
 // pickles an enum member. Nothing is imported or called, so getattr can
 // only name a member of a global this list allows.
 func DCPAllowed(g pickle.Global) bool {
-	if dcpAllowed[g.String()] {
+	if dcpAllowed()[g.String()] {
 		return true
 	}
 	if g.Module == "torch" {
 		_, ok := tensorfile.LookupDType(g.Name)
-		return ok || otherDTypes[g.Name]
+		return ok || otherDTypes()[g.Name]
 	}
 	return false
 }

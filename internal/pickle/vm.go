@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // DefaultMaxDepth is how deep MARKs may nest when Limits.MaxDepth is 0.
@@ -167,10 +168,12 @@ func (m *machine) popMark() ([]Value, error) {
 
 // pyModule maps Python 2 module names, as protocol 2 pickles written by
 // Python 3 with fix_imports carry them, to Python 3's.
-var pyModule = map[string]string{"__builtin__": "builtins", "copy_reg": "copyreg"}
+var pyModule = sync.OnceValue(func() map[string]string {
+	return map[string]string{"__builtin__": "builtins", "copy_reg": "copyreg"}
+})
 
 func (m *machine) global(module, name string) error {
-	if v, ok := pyModule[module]; ok {
+	if v, ok := pyModule()[module]; ok {
 		module = v
 	}
 	g := Global{Module: module, Name: name}
@@ -463,7 +466,7 @@ func (m *machine) step() error {
 	case opNextBuffer, opReadonlyBuffer:
 		return m.fail(Malformed, "out-of-band buffers are not read")
 	default:
-		if _, ok := opNames[m.op]; ok {
+		if _, ok := opNames()[m.op]; ok {
 			return m.fail(Malformed, "protocol 0 and 1 opcodes are not read")
 		}
 		return m.fail(Malformed, "unknown opcode")
