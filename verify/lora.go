@@ -52,7 +52,8 @@ type loraModule struct {
 	want           uint64  // the rank the config says, 0 when it does not
 	alpha, scale   float64 // from the config and its patterns
 	aVals, bVals   []float32
-	fits           bool // checkShapes found the pair fits its base weight
+	magVals        []float32 // DoRA's magnitude, [out]
+	fits           bool      // checkShapes found the pair fits its base weight
 }
 
 // weight is the base weight the module adapts.
@@ -227,6 +228,11 @@ func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
 		if m.bVals, err = fr.read(m.b); err != nil {
 			return err
 		}
+		if m.mag != nil {
+			if m.magVals, err = fr.read(m.mag); err != nil {
+				return err
+			}
+		}
 		if len(m.aShape) == 2 && len(m.bShape) == 2 {
 			la.layout.toPEFT(m, base)
 		}
@@ -295,6 +301,13 @@ func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 				Published: safetensors.FormatShape(w.Shape)})
 			continue
 		}
+		if m.mag != nil && (len(m.mag.Tensor.Shape) != 1 || m.mag.Tensor.Shape[0] != w.Shape[0]) {
+			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
+				Message: fmt.Sprintf("the DoRA magnitude %s does not fit the base weight %s (want [out])",
+					safetensors.FormatShape(m.mag.Tensor.Shape), safetensors.FormatShape(w.Shape)),
+				Published: safetensors.FormatShape(w.Shape)})
+			continue
+		}
 		if m.want > 0 && m.rank != m.want {
 			out = append(out, Finding{Code: CodeLoRARankMismatch, Severity: Error, Key: key, File: file,
 				Message:  fmt.Sprintf("rank %d, but the config says %d (r or rank_pattern)", m.rank, m.want),
@@ -329,9 +342,13 @@ func (la *loraAdapter) checkValues() []Finding {
 			continue
 		}
 		key := m.weight()
-		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
+		if n := nonFinite(m.aVals) + nonFinite(m.bVals) + nonFinite(m.magVals); n > 0 {
+			what := "lora_A and lora_B"
+			if m.mag != nil {
+				what = "lora_A, lora_B and lora_magnitude_vector"
+			}
 			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
-				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
+				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's %s", textfmt.Thousands(uint64(n)), what)})
 		}
 		if allZero(m.bVals) {
 			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,

@@ -82,7 +82,8 @@ type loraCheck struct {
 	saved  bool        // compared with the adapter's modules_to_save copy
 	proj   *values.Projection
 	mdtype safetensors.DType
-	mlx    bool // the scale is mlx-lm's, not alpha/r
+	mlx    bool       // the scale is mlx-lm's, not alpha/r
+	dora   *doraCheck // a DoRA target's row check, in place of the probes
 }
 
 // CompareLoRA checks that the exported side of d (the merged export) is
@@ -97,9 +98,17 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 	}
 	la := readLoRA(adapterC)
 	// The adapter's values are needed only to judge: read them while the
-	// projections read the base and the merge.
+	// projections read the base and the merge; DoRA's row check needs them
+	// while it reads.
 	loaded := make(chan error, 1)
-	go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
+	if slices.ContainsFunc(la.modules, func(m *loraModule) bool { return m.mag != nil }) {
+		if err := la.loadValues(d.Published.Checkpoint); err != nil {
+			return nil, err
+		}
+		loaded <- nil
+	} else {
+		go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
+	}
 	rep := &LoRAReport{Probes: k, Seed: LoRASeed, Targets: []LoRATarget{}}
 	rep.Findings = la.checkShapes(d.Published.Checkpoint)
 	bad := map[string]bool{}
@@ -135,8 +144,14 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 			c.saved = true
 		}
 		c.proj = &values.Projection{Base: rs.operand(&base), Merged: rs.operand(&merged)}
-		if c.module != nil && !c.saved {
-			c.proj.Probes = probes(p.Name, k, p.Shape[len(p.Shape)-1])
+		if m := c.module; m != nil && !c.saved {
+			cols := p.Shape[len(p.Shape)-1]
+			if m.mag != nil && cols > 0 {
+				c.dora = newDoRACheck(m, c.proj.Base.Elements()/cols, e.DType)
+				c.proj.Rows = c.dora.row
+			} else {
+				c.proj.Probes = probes(p.Name, k, cols)
+			}
 		}
 		checks, projs = append(checks, c), append(projs, c.proj)
 	}
@@ -168,7 +183,13 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		}
 		switch {
 		case c.module != nil && !c.saved:
-			t, f := c.judge(la.cfg.DoRA || c.module.mag != nil, adapterDType(c.module))
+			var t LoRATarget
+			var f Finding
+			if c.dora != nil {
+				t, f = c.dora.judge(c)
+			} else {
+				t, f = c.judge(la.cfg.DoRA, adapterDType(c.module))
+			}
 			rep.Targets = append(rep.Targets, t)
 			if f.Code != "" {
 				rep.Findings = append(rep.Findings, f)
@@ -210,7 +231,8 @@ func probes(key string, k int, n uint64) [][]float64 {
 	return out
 }
 
-// judge decides one target from its projections.
+// judge decides one target from its projections; dora says the config
+// asks for DoRA, whose magnitude this target's weights lack.
 func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding) {
 	m, p := c.module, c.proj
 	t := LoRATarget{Key: c.key, Rank: m.rank, Scale: Float(m.scale)}
@@ -277,15 +299,12 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 	case dora:
 		t.Verdict = "unverified"
 		f.Code, f.Severity = CodeLoRAUnverifiable, Warning
-		f.Message = "a DoRA target (lora_magnitude_vector): its merge is not verified yet"
+		f.Message = "use_dora is set, but the adapter holds no lora_magnitude_vector for this target: its DoRA merge cannot be checked"
 	case pass && visible:
 		t.Verdict = "merged"
 		return t, Finding{}
 	case !visible:
-		t.Verdict = "unverifiable"
-		f.Code, f.Severity = CodeLoRAUnverifiable, Warning
-		f.Message = fmt.Sprintf("the delta (scale %s, rank %d) is below what %s rounding can show: the merge cannot be told from the base at this precision",
-			textfmt.Float(m.scale), m.rank, c.mdtype)
+		t.Verdict, f = "unverifiable", c.belowRounding("delta")
 	case nearBase || p.Differs == 0:
 		t.Verdict = "not_merged"
 		f.Code, f.Severity = CodeLoRANotMerged, Error
@@ -307,6 +326,14 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		}
 	}
 	return t, f
+}
+
+// belowRounding is the lora_unverifiable finding of a target whose
+// delta (what: "delta", "DoRA merge") the merged dtype cannot show.
+func (c *loraCheck) belowRounding(what string) Finding {
+	return Finding{Code: CodeLoRAUnverifiable, Severity: Warning, Key: c.key,
+		Message: fmt.Sprintf("the %s (scale %s, rank %d) is below what %s rounding can show: the merge cannot be told from the base at this precision",
+			what, textfmt.Float(c.module.scale), c.module.rank, c.mdtype)}
 }
 
 // fitsScale reports a merge that is base + ratio·Δ within the floor: a
