@@ -50,6 +50,9 @@ type LoRAOptions struct {
 	Probes             int
 	Workers, ReadAhead int
 	Progress           func(done, total int64)
+	// Partition, when set, checks only its share of the tensors (see
+	// lorapartition.go).
+	Partition Partition
 }
 
 // LoRAReport is the merge proof's numbers: one entry per tensor checked.
@@ -58,8 +61,14 @@ type LoRAReport struct {
 	Seed      uint64       `json:"seed"`
 	BytesRead int64        `json:"bytes_read"`
 	Targets   []LoRATarget `json:"targets"`
-	// Findings are the merge findings (also in the report's findings).
-	Findings []Finding `json:"-"`
+	// Findings are the merge findings (also in the report's findings):
+	// the adapter's first, then the checks'.
+	Findings        []Finding `json:"-"`
+	adapterFindings int
+	// Covered is the work this check did, and Items how many items the
+	// whole run has (see LoRAOptions.Partition).
+	Covered []Covered `json:"-"`
+	Items   int       `json:"-"`
 }
 
 // LoRATarget is one target's measurement: the scale expected, the scale
@@ -155,6 +164,20 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		}
 		checks, projs = append(checks, c), append(projs, c.proj)
 	}
+	work := make([]Item, len(checks))
+	for i, c := range checks {
+		work[i] = Item{Name: c.key, Weight: int64(c.proj.Base.Size() + c.proj.Merged.Size())}
+	}
+	in := opt.Partition.Select(work)
+	rep.Items = len(work)
+	mine, projs := checks[:0:0], projs[:0]
+	for i, c := range checks {
+		if in[i] {
+			rep.Covered = append(rep.Covered, Covered{Key: c.key, At: i, Bytes: work[i].Weight})
+			mine, projs = append(mine, c), append(projs, c.proj)
+		}
+	}
+	checks = mine
 	read, err := values.Project(ctx, rs.readers, projs, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead, Progress: opt.Progress})
 	rep.BytesRead = read
 	if lerr := <-loaded; err == nil {
@@ -176,6 +199,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		}
 	}
 	rep.Findings = sortedByKey(append(rep.Findings, valueFindings...))
+	rep.adapterFindings = len(rep.Findings)
 	for _, c := range checks {
 		if c.proj.NonFinite > 0 {
 			rep.Findings = append(rep.Findings, Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: c.key,
