@@ -54,6 +54,7 @@ type loraModule struct {
 	aVals, bVals   []float32
 	magVals        []float32 // DoRA's magnitude, [out]
 	fits           bool      // checkShapes found the pair fits its base weight
+	embedding      bool      // peft's lora_embedding_A and _B, read as a Linear pair
 }
 
 // weight is the base weight the module adapts.
@@ -105,6 +106,10 @@ func readLoRA(c *checkpoint.Checkpoint) *loraAdapter {
 			m.a, m.aShape = &s, la.layout.peftShape(s.Tensor.Shape)
 		case 'B':
 			m.b, m.bShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		case 'a': // lora_embedding_A: lora_B's transpose (see embeddingPair)
+			m.b, m.bShape, m.embedding = &s, transposedShape(s.Tensor.Shape), true
+		case 'b':
+			m.a, m.aShape, m.embedding = &s, transposedShape(s.Tensor.Shape), true
 		default:
 			m.mag = &s
 		}
@@ -234,7 +239,11 @@ func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
 			}
 		}
 		if len(m.aShape) == 2 && len(m.bShape) == 2 {
-			la.layout.toPEFT(m, base)
+			if m.embedding {
+				embeddingPair(m)
+			} else {
+				la.layout.toPEFT(m, base)
+			}
 		}
 	}
 	return nil
@@ -292,7 +301,10 @@ func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 		as, bs := m.aShape, m.bShape
 		if len(w.Shape) != 2 || len(as) != 2 || len(bs) != 2 || bs[1] != as[0] || as[1] != w.Shape[1] || bs[0] != w.Shape[0] {
 			want := "lora_A [r, in], lora_B [out, r]"
-			if la.layout == layoutMLX {
+			switch {
+			case m.embedding:
+				want = "lora_embedding_B [dim, r], lora_embedding_A [r, num_embeddings]"
+			case la.layout == layoutMLX:
 				want = "lora_a [in, r], lora_b [r, out]"
 			}
 			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
@@ -301,7 +313,7 @@ func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 				Published: safetensors.FormatShape(w.Shape)})
 			continue
 		}
-		if m.mag != nil && (len(m.mag.Tensor.Shape) != 1 || m.mag.Tensor.Shape[0] != w.Shape[0]) {
+		if m.mag != nil && !m.embedding && (len(m.mag.Tensor.Shape) != 1 || m.mag.Tensor.Shape[0] != w.Shape[0]) {
 			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
 				Message: fmt.Sprintf("the DoRA magnitude %s does not fit the base weight %s (want [out])",
 					safetensors.FormatShape(m.mag.Tensor.Shape), safetensors.FormatShape(w.Shape)),

@@ -155,7 +155,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		c.proj = &values.Projection{Base: rs.operand(&base), Merged: rs.operand(&merged)}
 		if m := c.module; m != nil && !c.saved {
 			cols := p.Shape[len(p.Shape)-1]
-			if m.mag != nil && cols > 0 {
+			if m.mag != nil && !m.embedding && cols > 0 {
 				c.dora = newDoRACheck(m, c.proj.Base.Elements()/cols, e.DType)
 				c.proj.Rows = c.dora.row
 			} else {
@@ -212,7 +212,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 			if c.dora != nil {
 				t, f = c.dora.judge(c)
 			} else {
-				t, f = c.judge(la.cfg.DoRA, adapterDType(c.module))
+				t, f = c.judge(la.cfg.DoRA || c.module.mag != nil, adapterDType(c.module))
 			}
 			rep.Targets = append(rep.Targets, t)
 			if f.Code != "" {
@@ -324,6 +324,9 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		t.Verdict = "unverified"
 		f.Code, f.Severity = CodeLoRAUnverifiable, Warning
 		f.Message = "use_dora is set, but the adapter holds no lora_magnitude_vector for this target: its DoRA merge cannot be checked"
+		if m.mag != nil {
+			f.Message = "a DoRA Embedding (lora_embedding_A, lora_magnitude_vector): its merge is not verified"
+		}
 	case pass && visible:
 		t.Verdict = "merged"
 		return t, Finding{}

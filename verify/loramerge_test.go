@@ -62,6 +62,7 @@ type loraFixture struct {
 	a, b              map[string][]float32 // by module path
 	saved             []float32            // lm_head's modules_to_save copy
 	mag               map[string][]float32 // DoRA's magnitudes by module path; nil: LoRA
+	embA, embB        []float32            // embed_tokens' lora_embedding_A [r, V] and _B [H, r]; nil: none
 	targets           []string
 	rslora            bool
 	scale             float32
@@ -156,6 +157,11 @@ func (f *loraFixture) writeAdapter(t *testing.T, dir string, extraTarget string)
 		if mag, ok := f.mag[m]; ok {
 			ts = append(ts, fixture.Tensor{Name: peftPrefix + m + ".lora_magnitude_vector", DType: safetensors.BF16, Shape: []uint64{uint64(len(mag))}, Data: fixture.Encode(mag, safetensors.BF16)})
 		}
+	}
+	if f.embA != nil {
+		ts = append(ts,
+			fixture.Tensor{Name: peftPrefix + "model.embed_tokens.lora_embedding_A", DType: safetensors.BF16, Shape: []uint64{loraR, loraV}, Data: fixture.Encode(f.embA, safetensors.BF16)},
+			fixture.Tensor{Name: peftPrefix + "model.embed_tokens.lora_embedding_B", DType: safetensors.BF16, Shape: []uint64{loraH, loraR}, Data: fixture.Encode(f.embB, safetensors.BF16)})
 	}
 	ts = append(ts, fixture.Tensor{Name: peftPrefix + "lm_head.weight", DType: safetensors.BF16, Shape: []uint64{loraV, loraH}, Data: fixture.Encode(f.saved, safetensors.BF16)})
 	if err := fixture.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), ts, nil); err != nil {
