@@ -55,6 +55,10 @@ type doraCheck struct {
 	u      float64
 	rows   []doraRow
 	pool   sync.Pool // *[]float64 of 2·in: a worker's Δ and Σ|B||A|
+	// a and absA are lora_A and |lora_A| in float64, made once for the
+	// rows' inner loop.
+	once    sync.Once
+	a, absA []float64
 }
 
 // doraRow is one row's outcome.
@@ -80,13 +84,20 @@ func (dc *doraCheck) row(o uint64, w, merged []float64) {
 	delta, absd := (*bufp)[:in], (*bufp)[in:2*in]
 	clear(delta)
 	clear(absd)
+	dc.once.Do(func() {
+		dc.a, dc.absA = make([]float64, len(m.aVals)), make([]float64, len(m.aVals))
+		for i, v := range m.aVals {
+			dc.a[i], dc.absA[i] = float64(v), math.Abs(float64(v))
+		}
+	})
 	for i := range r {
 		b := float64(m.bVals[o*r+i])
 		ab := math.Abs(b)
-		for j, a32 := range m.aVals[i*in : (i+1)*in] {
-			a := float64(a32)
-			delta[j] += b * a
-			absd[j] += ab * math.Abs(a)
+		a, aa := dc.a[i*in:(i+1)*in], dc.absA[i*in:(i+1)*in]
+		d, ad := delta[:len(a)], absd[:len(a)]
+		for j := range a {
+			d[j] += b * a[j]
+			ad[j] += ab * aa[j]
 		}
 	}
 	s, u := m.scale, dc.u
