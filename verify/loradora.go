@@ -53,7 +53,8 @@ type doraCheck struct {
 	m      *loraModule
 	mdtype safetensors.DType
 	u      float64
-	rows   []doraRow
+	n      uint64    // the target's rows
+	rows   []doraRow // one a row, made when the target is checked; summed in order, so alike in every run
 	pool   sync.Pool // *[]float64 of 2·in: a worker's Δ and Σ|B||A|
 	// a and absA are lora_A and |lora_A| in float64, made once for the
 	// rows' inner loop.
@@ -69,7 +70,7 @@ type doraRow struct {
 
 func newDoRACheck(m *loraModule, rows uint64, mdtype safetensors.DType) *doraCheck {
 	u := max(values.HalfULP(adapterDType(m), 1), values.HalfULP(mdtype, 1))
-	return &doraCheck{m: m, mdtype: mdtype, u: u, rows: make([]doraRow, rows)}
+	return &doraCheck{m: m, mdtype: mdtype, u: u, n: rows}
 }
 
 // row checks row o: w the base's, merged the merge's.

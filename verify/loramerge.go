@@ -174,6 +174,9 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 	for i, c := range checks {
 		if in[i] {
 			rep.Covered = append(rep.Covered, Covered{Key: c.key, At: i, Bytes: work[i].Weight})
+			if c.dora != nil {
+				c.dora.rows = make([]doraRow, c.dora.n)
+			}
 			mine, projs = append(mine, c), append(projs, c.proj)
 		}
 	}

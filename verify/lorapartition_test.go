@@ -26,19 +26,35 @@ func loraPartitionRun(t *testing.T, base, merged, ad *checkpoint.Checkpoint, p P
 }
 
 func TestLoRAMergeEqualsSingleRun(t *testing.T) {
+	for _, dora := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dora=%v", dora), func(t *testing.T) { loraMergeEqualsSingleRun(t, dora) })
+	}
+}
+
+func loraMergeEqualsSingleRun(t *testing.T, dora bool) {
 	f := newLoRAFixture(3, false)
 	f.configExtraTarget = "o_proj" // an adapter finding: lora_target_empty
 	m := f.merged(true, loraAlpha, map[string]string{f.targets[1]: ""})
+	want := []Code{CodeLoRATargetEmpty, CodeLoRAMergeMismatch, CodeLoRANotMerged, CodeLoRAMergeExtra}
+	if dora {
+		f.withDoRA(3)
+		m = f.mergedDoRA(false, f.scale)
+		m[f.targets[1]+".weight"] = f.base[f.targets[1]+".weight"]
+		want = []Code{CodeLoRATargetEmpty, CodeLoRANotMerged, CodeLoRAMergeExtra}
+	}
 	m["lm_head.weight"] = f.base["lm_head.weight"]
 	m["model.layers.0.input_layernorm.weight"] = append([]float32(nil), m["model.layers.0.input_layernorm.weight"]...)
 	m["model.layers.0.input_layernorm.weight"][0] *= 2
 	base, merged := openCk(t, f.write(t, t.TempDir(), f.base)), openCk(t, f.write(t, t.TempDir(), m))
 	ad := openCk(t, f.writeAdapter(t, t.TempDir(), ""))
 	whole := loraPartitionRun(t, base, merged, ad, Partition{})
-	for _, c := range []Code{CodeLoRATargetEmpty, CodeLoRAMergeMismatch, CodeLoRANotMerged, CodeLoRAMergeExtra} {
+	for _, c := range want {
 		if codesOf(whole.Findings)[c] == 0 {
 			t.Fatalf("the single run has no %s finding: %v", c, whole.Findings)
 		}
+	}
+	if dora && (len(whole.LoRA.Targets) != 2 || whole.LoRA.Targets[0].Verdict != "merged") {
+		t.Fatalf("targets %+v", whole.LoRA.Targets)
 	}
 	for _, n := range []int{1, 2, 3} {
 		var parts []MergeInput
