@@ -201,7 +201,7 @@ var codes = []CodeDoc{
 	{CodeLoRANotMerged, Error, "diff --lora: a target of the merged export holds the base's values: the adapter was never merged into it"},
 	{CodeLoRAMergeMismatch, Error, "diff --lora: a target is neither the base nor base + scale·B·A (gives the measured scale ratio when it is a wrong scale, e.g. alpha instead of alpha/r), or a modules_to_save module is not the adapter's copy"},
 	{CodeLoRAMergeExtra, Error, "diff --lora: a tensor the adapter neither targets nor saves differs from the base"},
-	{CodeLoRAUnverifiable, Warning, "diff --lora: a target's delta is below what the merged dtype's rounding can show, so the merge cannot be told from the base (or DoRA, not verified yet)"},
+	{CodeLoRAUnverifiable, Warning, "diff --lora: a target's delta is below what the merged dtype's rounding can show, so the merge cannot be told from the base (or a use_dora target without its magnitude)"},
 	{CodeQuantizedUnsupported, Warning, "diff: quantized weights (each bound to its scales, zero points, blocks by its scheme: FP8, MXFP4, compressed-tensors, bitsandbytes, GPTQ, AWQ, MLX) held in another encoding by the other side are not compared yet, said once; a quantized weight the other side lacks stays a missing_key"},
 	{CodeQuantizedScaleMissing, Error, "validate, diff: a quantized weight lacks a companion its scheme needs (a scale; zero points of an asymmetric scheme); keyed by the weight"},
 	{CodeQuantizedScaleShape, Error, "validate, diff: a companion's shape does not fit its weight and scheme (e.g. the last partial block row dropped), or the layout a weight keeps in its data (compressed-tensors' weight_shape, bitsandbytes' quant_state) cannot be read or disagrees with the headers; keyed by the weight"},

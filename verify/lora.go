@@ -52,7 +52,9 @@ type loraModule struct {
 	want           uint64  // the rank the config says, 0 when it does not
 	alpha, scale   float64 // from the config and its patterns
 	aVals, bVals   []float32
-	fits           bool // checkShapes found the pair fits its base weight
+	magVals        []float32 // DoRA's magnitude, [out]
+	fits           bool      // checkShapes found the pair fits its base weight
+	embedding      bool      // peft's lora_embedding_A and _B, read as a Linear pair
 }
 
 // weight is the base weight the module adapts.
@@ -104,6 +106,10 @@ func readLoRA(c *checkpoint.Checkpoint) *loraAdapter {
 			m.a, m.aShape = &s, la.layout.peftShape(s.Tensor.Shape)
 		case 'B':
 			m.b, m.bShape = &s, la.layout.peftShape(s.Tensor.Shape)
+		case 'a': // lora_embedding_A: lora_B's transpose (see embeddingPair)
+			m.b, m.bShape, m.embedding = &s, transposedShape(s.Tensor.Shape), true
+		case 'b':
+			m.a, m.aShape, m.embedding = &s, transposedShape(s.Tensor.Shape), true
 		default:
 			m.mag = &s
 		}
@@ -227,8 +233,17 @@ func (la *loraAdapter) loadValues(base *checkpoint.Checkpoint) error {
 		if m.bVals, err = fr.read(m.b); err != nil {
 			return err
 		}
+		if m.mag != nil {
+			if m.magVals, err = fr.read(m.mag); err != nil {
+				return err
+			}
+		}
 		if len(m.aShape) == 2 && len(m.bShape) == 2 {
-			la.layout.toPEFT(m, base)
+			if m.embedding {
+				embeddingPair(m)
+			} else {
+				la.layout.toPEFT(m, base)
+			}
 		}
 	}
 	return nil
@@ -286,12 +301,22 @@ func (la *loraAdapter) checkShapes(base *checkpoint.Checkpoint) []Finding {
 		as, bs := m.aShape, m.bShape
 		if len(w.Shape) != 2 || len(as) != 2 || len(bs) != 2 || bs[1] != as[0] || as[1] != w.Shape[1] || bs[0] != w.Shape[0] {
 			want := "lora_A [r, in], lora_B [out, r]"
-			if la.layout == layoutMLX {
+			switch {
+			case m.embedding:
+				want = "lora_embedding_B [dim, r], lora_embedding_A [r, num_embeddings]"
+			case la.layout == layoutMLX:
 				want = "lora_a [in, r], lora_b [r, out]"
 			}
 			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
 				Message: fmt.Sprintf("the %s pair %s and %s does not fit the base weight %s (want %s)", la.layout,
 					safetensors.FormatShape(m.a.Tensor.Shape), safetensors.FormatShape(m.b.Tensor.Shape), safetensors.FormatShape(w.Shape), want),
+				Published: safetensors.FormatShape(w.Shape)})
+			continue
+		}
+		if m.mag != nil && !m.embedding && (len(m.mag.Tensor.Shape) != 1 || m.mag.Tensor.Shape[0] != w.Shape[0]) {
+			out = append(out, Finding{Code: CodeLoRAShapeMismatch, Severity: Error, Key: key,
+				Message: fmt.Sprintf("the DoRA magnitude %s does not fit the base weight %s (want [out])",
+					safetensors.FormatShape(m.mag.Tensor.Shape), safetensors.FormatShape(w.Shape)),
 				Published: safetensors.FormatShape(w.Shape)})
 			continue
 		}
@@ -329,9 +354,13 @@ func (la *loraAdapter) checkValues() []Finding {
 			continue
 		}
 		key := m.weight()
-		if n := nonFinite(m.aVals) + nonFinite(m.bVals); n > 0 {
+		if n := nonFinite(m.aVals) + nonFinite(m.bVals) + nonFinite(m.magVals); n > 0 {
+			what := "lora_A and lora_B"
+			if m.mag != nil {
+				what = "lora_A, lora_B and lora_magnitude_vector"
+			}
 			out = append(out, Finding{Code: CodeNonFinite, Severity: Error, Side: SideAdapter, Key: key,
-				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's lora_A and lora_B", textfmt.Thousands(uint64(n)))})
+				Message: fmt.Sprintf("%s NaN or Inf values in the adapter's %s", textfmt.Thousands(uint64(n)), what)})
 		}
 		if allZero(m.bVals) {
 			out = append(out, Finding{Code: CodeLoRAUntrained, Severity: Warning, Key: key,

@@ -59,7 +59,8 @@ const mlxAdapterFile = "adapters.safetensors"
 const mlxDefaultScale = 20
 
 // A loraPart is one tensor of a low-rank pair: the module's HF path, and
-// 'A', 'B' or 'M' (DoRA's magnitude).
+// 'A', 'B' or 'M' (DoRA's magnitude), or 'a' and 'b' for peft's
+// Embedding pair (see embeddingPair).
 type loraPart struct {
 	name, path string
 	part       byte
@@ -73,7 +74,7 @@ type loraSuffix struct {
 }
 
 var (
-	peftSuffixes      = []loraSuffix{{".lora_A.weight", 'A'}, {".lora_B.weight", 'B'}, {".lora_magnitude_vector", 'M'}}
+	peftSuffixes      = []loraSuffix{{".lora_A.weight", 'A'}, {".lora_B.weight", 'B'}, {".lora_magnitude_vector", 'M'}, {".lora_embedding_A", 'a'}, {".lora_embedding_B", 'b'}}
 	torchtuneSuffixes = []loraSuffix{{".lora_a.weight", 'A'}, {".lora_b.weight", 'B'}, {".magnitude", 'M'}}
 	mlxSuffixes       = []loraSuffix{{".lora_a", 'A'}, {".lora_b", 'B'}}
 )
@@ -137,10 +138,35 @@ func torchtuneToHF(path string) (string, bool) {
 // peftShape is a stored pair tensor's shape in peft's orientation: mlx-lm
 // stores both halves transposed.
 func (l loraLayout) peftShape(shape []uint64) []uint64 {
-	if l == layoutMLX && len(shape) == 2 {
+	if l == layoutMLX {
+		return transposedShape(shape)
+	}
+	return shape
+}
+
+// transposedShape is a 2-D shape transposed; other shapes as they are.
+func transposedShape(shape []uint64) []uint64 {
+	if len(shape) == 2 {
 		return []uint64{shape[1], shape[0]}
 	}
 	return shape
+}
+
+// peft's LoRA of an nn.Embedding (src/peft/tuners/lora/layer.py @
+// 003369494699fedd543fe38d16e52df96aeae743, Embedding.update_layer and
+// get_delta_weight) saves base_model.model.<module>.lora_embedding_A
+// [r, num_embeddings] and .lora_embedding_B [embedding_dim, r], and
+// merges W + transpose(B @ A)·scaling into the weight [num_embeddings,
+// embedding_dim]. That is a Linear pair of peft's orientation with
+// lora_B' = lora_embedding_Aᵀ [num_embeddings, r] and lora_A' =
+// lora_embedding_Bᵀ [r, embedding_dim]: readLoRA and loadValues read the
+// pair so, and everything after checks it as any target.
+
+// embeddingPair turns an Embedding module's values as stored (a from
+// lora_embedding_B, b from lora_embedding_A) into the Linear pair's.
+func embeddingPair(m *loraModule) {
+	m.aVals = transpose(m.aVals, m.aShape[1], m.aShape[0])
+	m.bVals = transpose(m.bVals, m.bShape[1], m.bShape[0])
 }
 
 // toPEFT turns a module's values as stored into peft's orientation: for

@@ -50,6 +50,9 @@ type LoRAOptions struct {
 	Probes             int
 	Workers, ReadAhead int
 	Progress           func(done, total int64)
+	// Partition, when set, checks only its share of the tensors (see
+	// lorapartition.go).
+	Partition Partition
 }
 
 // LoRAReport is the merge proof's numbers: one entry per tensor checked.
@@ -58,8 +61,14 @@ type LoRAReport struct {
 	Seed      uint64       `json:"seed"`
 	BytesRead int64        `json:"bytes_read"`
 	Targets   []LoRATarget `json:"targets"`
-	// Findings are the merge findings (also in the report's findings).
-	Findings []Finding `json:"-"`
+	// Findings are the merge findings (also in the report's findings):
+	// the adapter's first, then the checks'.
+	Findings        []Finding `json:"-"`
+	adapterFindings int
+	// Covered is the work this check did, and Items how many items the
+	// whole run has (see LoRAOptions.Partition).
+	Covered []Covered `json:"-"`
+	Items   int       `json:"-"`
 }
 
 // LoRATarget is one target's measurement: the scale expected, the scale
@@ -82,7 +91,8 @@ type loraCheck struct {
 	saved  bool        // compared with the adapter's modules_to_save copy
 	proj   *values.Projection
 	mdtype safetensors.DType
-	mlx    bool // the scale is mlx-lm's, not alpha/r
+	mlx    bool       // the scale is mlx-lm's, not alpha/r
+	dora   *doraCheck // a DoRA target's row check, in place of the probes
 }
 
 // CompareLoRA checks that the exported side of d (the merged export) is
@@ -97,9 +107,17 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 	}
 	la := readLoRA(adapterC)
 	// The adapter's values are needed only to judge: read them while the
-	// projections read the base and the merge.
+	// projections read the base and the merge; DoRA's row check needs them
+	// while it reads.
 	loaded := make(chan error, 1)
-	go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
+	if slices.ContainsFunc(la.modules, func(m *loraModule) bool { return m.mag != nil }) {
+		if err := la.loadValues(d.Published.Checkpoint); err != nil {
+			return nil, err
+		}
+		loaded <- nil
+	} else {
+		go func() { loaded <- la.loadValues(d.Published.Checkpoint) }()
+	}
 	rep := &LoRAReport{Probes: k, Seed: LoRASeed, Targets: []LoRATarget{}}
 	rep.Findings = la.checkShapes(d.Published.Checkpoint)
 	bad := map[string]bool{}
@@ -135,11 +153,34 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 			c.saved = true
 		}
 		c.proj = &values.Projection{Base: rs.operand(&base), Merged: rs.operand(&merged)}
-		if c.module != nil && !c.saved {
-			c.proj.Probes = probes(p.Name, k, p.Shape[len(p.Shape)-1])
+		if m := c.module; m != nil && !c.saved {
+			cols := p.Shape[len(p.Shape)-1]
+			if m.mag != nil && !m.embedding && cols > 0 {
+				c.dora = newDoRACheck(m, c.proj.Base.Elements()/cols, e.DType)
+				c.proj.Rows = c.dora.row
+			} else {
+				c.proj.Probes = probes(p.Name, k, cols)
+			}
 		}
 		checks, projs = append(checks, c), append(projs, c.proj)
 	}
+	work := make([]Item, len(checks))
+	for i, c := range checks {
+		work[i] = Item{Name: c.key, Weight: int64(c.proj.Base.Size() + c.proj.Merged.Size())}
+	}
+	in := opt.Partition.Select(work)
+	rep.Items = len(work)
+	mine, projs := checks[:0:0], projs[:0]
+	for i, c := range checks {
+		if in[i] {
+			rep.Covered = append(rep.Covered, Covered{Key: c.key, At: i, Bytes: work[i].Weight})
+			if c.dora != nil {
+				c.dora.rows = make([]doraRow, c.dora.n)
+			}
+			mine, projs = append(mine, c), append(projs, c.proj)
+		}
+	}
+	checks = mine
 	read, err := values.Project(ctx, rs.readers, projs, values.Options{Workers: opt.Workers, ReadAhead: opt.ReadAhead, Progress: opt.Progress})
 	rep.BytesRead = read
 	if lerr := <-loaded; err == nil {
@@ -161,6 +202,7 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		}
 	}
 	rep.Findings = sortedByKey(append(rep.Findings, valueFindings...))
+	rep.adapterFindings = len(rep.Findings)
 	for _, c := range checks {
 		if c.proj.NonFinite > 0 {
 			rep.Findings = append(rep.Findings, Finding{Code: CodeNonFinite, Severity: Error, Side: Exported, Key: c.key,
@@ -168,7 +210,13 @@ func (d *Comparison) CompareLoRA(ctx context.Context, adapterC *checkpoint.Check
 		}
 		switch {
 		case c.module != nil && !c.saved:
-			t, f := c.judge(la.cfg.DoRA || c.module.mag != nil, adapterDType(c.module))
+			var t LoRATarget
+			var f Finding
+			if c.dora != nil {
+				t, f = c.dora.judge(c)
+			} else {
+				t, f = c.judge(la.cfg.DoRA || c.module.mag != nil, adapterDType(c.module))
+			}
 			rep.Targets = append(rep.Targets, t)
 			if f.Code != "" {
 				rep.Findings = append(rep.Findings, f)
@@ -210,7 +258,8 @@ func probes(key string, k int, n uint64) [][]float64 {
 	return out
 }
 
-// judge decides one target from its projections.
+// judge decides one target from its projections; dora says the config
+// asks for DoRA, whose magnitude this target's weights lack.
 func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding) {
 	m, p := c.module, c.proj
 	t := LoRATarget{Key: c.key, Rank: m.rank, Scale: Float(m.scale)}
@@ -277,15 +326,15 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 	case dora:
 		t.Verdict = "unverified"
 		f.Code, f.Severity = CodeLoRAUnverifiable, Warning
-		f.Message = "a DoRA target (lora_magnitude_vector): its merge is not verified yet"
+		f.Message = "use_dora is set, but the adapter holds no lora_magnitude_vector for this target: its DoRA merge cannot be checked"
+		if m.mag != nil {
+			f.Message = "a DoRA Embedding (lora_embedding_A, lora_magnitude_vector): its merge is not verified"
+		}
 	case pass && visible:
 		t.Verdict = "merged"
 		return t, Finding{}
 	case !visible:
-		t.Verdict = "unverifiable"
-		f.Code, f.Severity = CodeLoRAUnverifiable, Warning
-		f.Message = fmt.Sprintf("the delta (scale %s, rank %d) is below what %s rounding can show: the merge cannot be told from the base at this precision",
-			textfmt.Float(m.scale), m.rank, c.mdtype)
+		t.Verdict, f = "unverifiable", c.belowRounding("delta")
 	case nearBase || p.Differs == 0:
 		t.Verdict = "not_merged"
 		f.Code, f.Severity = CodeLoRANotMerged, Error
@@ -307,6 +356,14 @@ func (c *loraCheck) judge(dora bool, adt safetensors.DType) (LoRATarget, Finding
 		}
 	}
 	return t, f
+}
+
+// belowRounding is the lora_unverifiable finding of a target whose
+// delta (what: "delta", "DoRA merge") the merged dtype cannot show.
+func (c *loraCheck) belowRounding(what string) Finding {
+	return Finding{Code: CodeLoRAUnverifiable, Severity: Warning, Key: c.key,
+		Message: fmt.Sprintf("the %s (scale %s, rank %d) is below what %s rounding can show: the merge cannot be told from the base at this precision",
+			what, textfmt.Float(c.module.scale), c.module.rank, c.mdtype)}
 }
 
 // fitsScale reports a merge that is base + ratio·Δ within the floor: a

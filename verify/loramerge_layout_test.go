@@ -114,14 +114,7 @@ func TestCompareLoRALayouts(t *testing.T) {
 			m["lm_head.weight"] = f.base["lm_head.weight"] // no modules_to_save in these layouts
 			base, merged := openCk(t, baseDir), openCk(t, f.write(t, t.TempDir(), m))
 			ad := openCk(t, f.writeLayoutAdapter(t, tc.layout, tc.mlxScale, heads, hd))
-			d, err := Diff(context.Background(), base, merged, DiffOptions{WeightsOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := d.CompareLoRA(context.Background(), ad, LoRAOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := compareLoRA(t, base, merged, ad, LoRAOptions{})
 			if len(rep.Targets) != 2 {
 				t.Fatalf("targets %+v (findings %v)", rep.Targets, rep.Findings)
 			}

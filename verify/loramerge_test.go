@@ -61,6 +61,8 @@ type loraFixture struct {
 	order             []string
 	a, b              map[string][]float32 // by module path
 	saved             []float32            // lm_head's modules_to_save copy
+	mag               map[string][]float32 // DoRA's magnitudes by module path; nil: LoRA
+	embA, embB        []float32            // embed_tokens' lora_embedding_A [r, V] and _B [H, r]; nil: none
 	targets           []string
 	rslora            bool
 	scale             float32
@@ -151,6 +153,16 @@ func (f *loraFixture) writeAdapter(t *testing.T, dir string, extraTarget string)
 			fixture.Tensor{Name: peftPrefix + extraTarget + ".lora_A.weight", DType: safetensors.BF16, Shape: []uint64{loraR, loraH}, Data: fixture.Encode(f.a[f.targets[0]], safetensors.BF16)},
 			fixture.Tensor{Name: peftPrefix + extraTarget + ".lora_B.weight", DType: safetensors.BF16, Shape: []uint64{loraH, loraR}, Data: fixture.Encode(f.b[f.targets[0]], safetensors.BF16)})
 	}
+	for _, m := range f.targets {
+		if mag, ok := f.mag[m]; ok {
+			ts = append(ts, fixture.Tensor{Name: peftPrefix + m + ".lora_magnitude_vector", DType: safetensors.BF16, Shape: []uint64{uint64(len(mag))}, Data: fixture.Encode(mag, safetensors.BF16)})
+		}
+	}
+	if f.embA != nil {
+		ts = append(ts,
+			fixture.Tensor{Name: peftPrefix + "model.embed_tokens.lora_embedding_A", DType: safetensors.BF16, Shape: []uint64{loraR, loraV}, Data: fixture.Encode(f.embA, safetensors.BF16)},
+			fixture.Tensor{Name: peftPrefix + "model.embed_tokens.lora_embedding_B", DType: safetensors.BF16, Shape: []uint64{loraH, loraR}, Data: fixture.Encode(f.embB, safetensors.BF16)})
+	}
 	ts = append(ts, fixture.Tensor{Name: peftPrefix + "lm_head.weight", DType: safetensors.BF16, Shape: []uint64{loraV, loraH}, Data: fixture.Encode(f.saved, safetensors.BF16)})
 	if err := fixture.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), ts, nil); err != nil {
 		t.Fatal(err)
@@ -159,7 +171,7 @@ func (f *loraFixture) writeAdapter(t *testing.T, dir string, extraTarget string)
 		targets = append(targets, f.configExtraTarget)
 	}
 	cfg := map[string]any{"peft_type": "LORA", "base_model_name_or_path": "Qwen/Qwen3-0.6B", "r": loraR, "lora_alpha": loraAlpha,
-		"use_rslora": f.rslora, "target_modules": targets, "modules_to_save": []string{"lm_head"}}
+		"use_rslora": f.rslora, "use_dora": f.mag != nil, "target_modules": targets, "modules_to_save": []string{"lm_head"}}
 	if err := fixture.WriteJSON(filepath.Join(dir, "adapter_config.json"), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +186,20 @@ func openCk(t testing.TB, dir string) *checkpoint.Checkpoint {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// compareLoRA is diff --lora of the checkpoints with opt.
+func compareLoRA(t *testing.T, base, merged, ad *checkpoint.Checkpoint, opt LoRAOptions) *LoRAReport {
+	t.Helper()
+	d, err := Diff(context.Background(), base, merged, DiffOptions{WeightsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.CompareLoRA(context.Background(), ad, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func codesByKey(fs []Finding) map[string][]Code {
@@ -306,14 +332,7 @@ func TestCompareLoRANonFiniteAdapter(t *testing.T) {
 	base, merged := openCk(t, f.write(t, t.TempDir(), f.base)), openCk(t, f.write(t, t.TempDir(), f.merged(true, f.scale, nil)))
 	f.a[f.targets[0]][5] = float32(math.NaN())
 	ad := openCk(t, f.writeAdapter(t, t.TempDir(), ""))
-	d, err := Diff(context.Background(), base, merged, DiffOptions{WeightsOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := d.CompareLoRA(context.Background(), ad, LoRAOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := compareLoRA(t, base, merged, ad, LoRAOptions{})
 	if got := codesByKey(rep.Findings)[q]; len(got) != 2 || got[0] != CodeNonFinite || got[1] != CodeLoRAMergeExtra || len(codesByKey(rep.Findings)) != 1 {
 		t.Fatalf("findings %v", rep.Findings)
 	}

@@ -80,10 +80,12 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 			return nil, fmt.Errorf("%s: not a partition report (it was not made with --partition)", in.Name)
 		case r.Command != first.Report.Command:
 			return nil, fmt.Errorf("%s is a %s report but %s is a %s report: the reports are of different runs", in.Name, r.Command, first.Name, first.Report.Command)
-		case r.Command == "diff" && r.Values == nil, r.Command != "diff" && r.Command != "validate":
-			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition and validate --hashes --partition reports", in.Name, r.Command)
+		case r.Command == "diff" && r.Values == nil && r.LoRA == nil, r.Command != "diff" && r.Command != "validate":
+			return nil, fmt.Errorf("%s: a %s report without values: merge takes diff --values --partition, diff --lora --partition and validate --hashes --partition reports", in.Name, r.Command)
+		case (r.LoRA == nil) != (first.Report.LoRA == nil):
+			return nil, fmt.Errorf("%s and %s are reports of diff --lora and diff --values: the reports are of different runs", in.Name, first.Name)
 		}
-		if r.Command == "diff" {
+		if r.Command == "diff" && r.LoRA == nil {
 			if err := checkCovered(in); err != nil {
 				return nil, err
 			}
@@ -121,6 +123,9 @@ func Merge(parts []MergeInput, failOn Severity) (*Report, error) {
 	}
 	if first.Report.Command == "validate" {
 		return mergeFindings(byIndex, problems, info, failOn), nil
+	}
+	if first.Report.LoRA != nil {
+		return mergeLoRA(byIndex, problems, info, failOn)
 	}
 	var ignores []Ignore
 	for _, spec := range first.Report.Partition.Ignore {

@@ -97,9 +97,16 @@ func sameResult(t *testing.T, what string, got, want *Report) {
 	norm := func(r *Report) string {
 		c := *r
 		c.Partition, c.Merged = nil, nil
-		v := *c.Values
-		v.BytesRead = 0
-		c.Values = &v
+		if c.Values != nil {
+			v := *c.Values
+			v.BytesRead = 0
+			c.Values = &v
+		}
+		if c.LoRA != nil {
+			l := *c.LoRA
+			l.BytesRead = 0
+			c.LoRA = &l
+		}
 		b, err := json.MarshalIndent(&c, "", " ")
 		if err != nil {
 			t.Fatal(err)

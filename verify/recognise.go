@@ -147,7 +147,7 @@ func loraPairs(srcs []Source) (loraLayout, int) {
 		n := s.Tensor.Name
 		p, ok := parseLoRAName(n)
 		switch {
-		case ok && p.part == 'A':
+		case ok && (p.part == 'A' || p.part == 'a'):
 			add(p.layout, p.path)
 		case !ok && (strings.Contains(n, ".lora_A.") || strings.Contains(n, ".lora_embedding_A")):
 			add(layoutPEFT, n)

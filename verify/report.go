@@ -127,14 +127,7 @@ func NewValuesReport(in ValuesReportInput) *Report {
 	if p.Count == 0 {
 		return r
 	}
-	covered := values.Covered
-	if covered == nil {
-		covered = []Covered{}
-	}
-	r.Partition = &PartitionInfo{Partition: p, Fingerprint: in.Fingerprint, Structural: len(structural), Items: values.Items, Tensors: covered}
-	for _, ig := range ignores {
-		r.Partition.Ignore = append(r.Partition.Ignore, ig.String())
-	}
+	r.Partition = newPartitionInfo(p, in.Fingerprint, len(structural), values.Items, values.Covered, ignores)
 	return r
 }
 

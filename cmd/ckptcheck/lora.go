@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v3"
@@ -17,8 +19,16 @@ var loraFlag = &cli.StringFlag{Name: "lora", Usage: "prove EXPORTED is PUBLISHED
 // base and merge, the adapter's checks against the base, and the merge
 // proof, in one report with the adapter as a third input.
 func runLoRADiff(ctx context.Context, cmd *cli.Command, opt verify.DiffOptions) error {
-	if cmd.Bool("values") || cmd.String("explain") != "" || cmd.String("partition") != "" {
-		return usageError("--lora is its own value check: it does not go with --values, --explain or --partition")
+	if cmd.Bool("values") || cmd.String("explain") != "" {
+		return usageError("--lora is its own value check: it does not go with --values or --explain")
+	}
+	part, err := partitionOf(cmd)
+	if err != nil {
+		return err
+	}
+	igs, err := ignores(cmd)
+	if err != nil {
+		return err
 	}
 	paths := append([]string{cmd.String("lora")}, cmd.Args().Slice()...)
 	var cks [3]*checkpoint.Checkpoint
@@ -47,7 +57,17 @@ func runLoRADiff(ctx context.Context, cmd *cli.Command, opt verify.DiffOptions) 
 	if err != nil {
 		return err
 	}
-	lopt := verify.LoRAOptions{}
+	fingerprint := ""
+	if part.Count > 0 {
+		settings, err := judgementSettings(cmd)
+		if err != nil {
+			return err
+		}
+		// The adapter's path is not the adapter: LoRAFingerprint covers its files.
+		settings = slices.DeleteFunc(settings, func(s string) bool { return strings.HasPrefix(s, "lora=") })
+		fingerprint = d.LoRAFingerprint(ad, 0, settings)
+	}
+	lopt := verify.LoRAOptions{Partition: part}
 	if base.IsRemote() || merged.IsRemote() {
 		lopt.ReadAhead = remoteReadAhead
 	}
@@ -67,11 +87,8 @@ func runLoRADiff(ctx context.Context, cmd *cli.Command, opt verify.DiffOptions) 
 	}
 	inputs := []verify.Input{verify.DescribeInput(base, verify.Published), verify.DescribeInput(merged, verify.Exported), verify.DescribeInput(ad, verify.SideAdapter)}
 	inputs[0].Adapter, inputs[1].Adapter = d.Published.View.Adapter, d.Exported.View.Adapter
-	rep, err := newReport(cmd, "diff", inputs, append(d.Findings, lrep.Findings...))
-	if err != nil {
-		return err
-	}
-	rep.LoRA = lrep
+	rep := verify.NewLoRAReport(verify.LoRAReportInput{FailOn: failOn(cmd), Inputs: inputs, Comparison: d, LoRA: lrep,
+		Partition: part, Fingerprint: fingerprint, Ignores: igs})
 	if err := writeHTML(cmd, rep); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,40 @@ func TestLoRACommands(t *testing.T) {
 	}
 	if len(rep.LoRA.Targets) != 1 || rep.LoRA.Targets[0].Verdict != "not_merged" {
 		t.Errorf("targets %+v, findings %+v", rep.LoRA.Targets, rep.Findings)
+	}
+}
+
+// TestLoRAPartitions: diff --lora --partition parts merge to the whole
+// run's findings; a part of another adapter does not merge.
+func TestLoRAPartitions(t *testing.T) {
+	base, adapter := loraDirs(t)
+	_, whole, _ := ckptcheck(t, "diff", "--lora", adapter, base, base)
+	dir := t.TempDir()
+	var parts []string
+	for i := range 2 {
+		code, out, stderr := ckptcheck(t, "diff", "--format", "json", "--partition", partSpec(i, 2), "--lora", adapter, base, base)
+		if code == 2 {
+			t.Fatalf("part %d: exit 2: %s", i, stderr)
+		}
+		path := filepath.Join(dir, partSpec(i, 2)[:1]+".json")
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, path)
+	}
+	code, merged, stderr := ckptcheck(t, append([]string{"merge"}, parts...)...)
+	if code != 1 || !strings.Contains(merged, "lora_not_merged") {
+		t.Fatalf("merge: exit %d: %s\n%s", code, stderr, merged)
+	}
+	for _, line := range strings.Split(whole, "\n") {
+		if strings.Contains(line, "lora_") && !strings.Contains(merged, strings.TrimSpace(line)) {
+			t.Errorf("the merge lacks %q:\n%s", line, merged)
+		}
+	}
+	if code, _, stderr := ckptcheck(t, "diff", "--partition", "0/2", "--lora", adapter, base, base); code != 2 || !strings.Contains(stderr, "json") {
+		t.Errorf("--partition without json: exit %d (%s)", code, stderr)
+	}
+	if code, _, stderr := ckptcheck(t, "diff", "--values", "--lora", adapter, base, base); code != 2 || !strings.Contains(stderr, "--values") {
+		t.Errorf("--lora --values: exit %d (%s)", code, stderr)
 	}
 }

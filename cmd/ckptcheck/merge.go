@@ -20,7 +20,7 @@ func mergeCommand() *cli.Command {
 		Name:      "merge",
 		Usage:     "merge the JSON reports (or partial manifests) of --partition runs into one",
 		ArgsUsage: "REPORT.json...",
-		Description: "Reads the reports of the n partitions of one run (diff --values --partition i/n --format json, or " +
+		Description: "Reads the reports of the n partitions of one run (diff --values or --lora --partition i/n --format json, or " +
 			"validate --hashes --partition i/n --format json) and prints the report the run would have made whole, with " +
 			"one exit status. Reports of another run (another fingerprint: other inputs, flags or ckptcheck version) are " +
 			"refused; a partition missing or given twice is an error finding. Partial manifests (manifest --partition i/n) " +

@@ -13,7 +13,7 @@ import (
 
 var partitionFlag = &cli.StringFlag{
 	Name: "partition",
-	Usage: "with --values: do only part `I/N` of the work (0-based), or auto/N with I from the job array " +
+	Usage: "with --values or --lora: do only part `I/N` of the work (0-based), or auto/N with I from the job array " +
 		"(SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, CI_NODE_INDEX); writes a JSON report for ckptcheck merge",
 }
 
@@ -38,8 +38,8 @@ func partitionOf(cmd *cli.Command) (partition.Partition, error) {
 		return partition.Partition{}, nil
 	}
 	switch {
-	case cmd.Name == "diff" && !cmd.Bool("values"):
-		return partition.Partition{}, usageError("--partition needs --values: it splits the value comparison")
+	case cmd.Name == "diff" && !cmd.Bool("values") && cmd.String("lora") == "":
+		return partition.Partition{}, usageError("--partition needs --values or --lora: it splits the value comparison")
 	case cmd.Name == "validate" && !cmd.Bool("hashes"):
 		return partition.Partition{}, usageError("--partition needs --hashes: it splits the hashing")
 	case cmd.Name == "validate" && cmd.String("manifest") != "":

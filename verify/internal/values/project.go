@@ -32,6 +32,11 @@ type Projection struct {
 	Base, Merged Operand
 	Probes       [][]float64
 	Diff, Floor  []float64
+	// Rows, when set, takes the probes' place for a check that needs whole
+	// rows (DoRA's row norms): it is called with each row of the base and
+	// of the merge decoded to float64, once a row, from several workers at
+	// once. The slices are the worker's and are reused when it returns.
+	Rows func(row uint64, base, merged []float64)
 	// Differs counts elements whose values differ (−0 = 0, NaN = NaN);
 	// NonFinite the merged elements that are NaN or Inf.
 	Differs, NonFinite uint64
@@ -116,6 +121,9 @@ func (p *Projection) prepare() error {
 	if p.cols > 0 {
 		rows = n / p.cols
 	}
+	if p.Rows != nil && len(p.Probes) > 0 {
+		return fmt.Errorf("a projection has probes or a row check, not both")
+	}
 	for _, x := range p.Probes {
 		if uint64(len(x)) != p.cols {
 			return fmt.Errorf("a probe of %d values for rows of %d", len(x), p.cols)
@@ -178,6 +186,10 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 		return
 	}
 	bd, md := p.Base.DType, p.Merged.DType
+	if p.Rows != nil {
+		p.rows(s, j, bb, mb)
+		return
+	}
 	if len(p.Probes) == 0 && bd == md && bytes.Equal(bb, mb) {
 		// A tensor the merge must leave alone, left alone: nothing differs,
 		// and only the merged NaNs and Infs are left to count.
@@ -219,6 +231,32 @@ func (p *Projection) block(s *projectScratch, j *job, bb, mb []byte) {
 		}
 		differs, nonfinite = differs+d, nonfinite+nf
 		dot2s(s.base, s.half, p.Probes, p.absProbes, diff, floor)
+	}
+	p.differs.Add(differs)
+	p.nonfinite.Add(nonfinite)
+}
+
+// rows decodes the whole rows of one block for p.Rows, counting the
+// elements that differ and the merged ones that are not finite.
+func (p *Projection) rows(s *projectScratch, j *job, bb, mb []byte) {
+	cols := int(p.cols)
+	be, me := p.Base.DType.Bits()/8, p.Merged.DType.Bits()/8
+	s.base, s.merged = growFloats(s.base, cols), growFloats(s.merged, cols)
+	var differs, nonfinite uint64
+	for r := range int(j.n) / cols {
+		row := uint64(int(j.start)/cols + r)
+		quant.DecodeFloat64(p.Base.DType, bb[r*cols*be:(r+1)*cols*be], s.base)
+		quant.DecodeFloat64(p.Merged.DType, mb[r*cols*me:(r+1)*cols*me], s.merged)
+		for c, m := range s.merged {
+			b := s.base[c]
+			if m != b && !(m != m && b != b) {
+				differs++
+			}
+			if m-m != 0 {
+				nonfinite++
+			}
+		}
+		p.Rows(row, s.base, s.merged)
 	}
 	p.differs.Add(differs)
 	p.nonfinite.Add(nonfinite)
