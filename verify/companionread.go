@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"sync"
 )
 
 // Reading the files beside the weights to say what changed in them, within
@@ -66,7 +67,7 @@ func (s *companions) object(ctx context.Context, name string) (map[string]any, b
 		return nil, false, err
 	}
 	m := decodeObject(b)
-	if sharedObjects[name] {
+	if sharedObjects()[name] {
 		if s.objects == nil {
 			s.objects = make(map[string]map[string]any)
 		}
@@ -110,7 +111,9 @@ func decodeObject(b []byte) map[string]any {
 // sharedObjects are the files more than one comparison reads (the chat
 // template, the special tokens), kept decoded; others are decoded for
 // their one reader and let go.
-var sharedObjects = map[string]bool{"tokenizer_config.json": true, "special_tokens_map.json": true, "chat_template.json": true}
+var sharedObjects = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"tokenizer_config.json": true, "special_tokens_map.json": true, "chat_template.json": true}
+})
 
 // entryCount counts the members of a side's JSON table (an object or
 // array) as a stream; ok is false when the side lacks it or it is too

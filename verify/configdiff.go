@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/textfmt"
@@ -37,10 +38,14 @@ import (
 // set to null is the same as a field left out.
 
 // ignoredConfigFields are bookkeeping: they change with every save.
-var ignoredConfigFields = map[string]bool{"transformers_version": true, "_name_or_path": true, "_commit_hash": true}
+var ignoredConfigFields = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"transformers_version": true, "_name_or_path": true, "_commit_hash": true}
+})
 
 // tokenIDFields are the special token ids; a change is tokenizer_changed.
-var tokenIDFields = map[string]bool{"eos_token_id": true, "bos_token_id": true, "pad_token_id": true}
+var tokenIDFields = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"eos_token_id": true, "bos_token_id": true, "pad_token_id": true}
+})
 
 // decodeFields decodes config.json's top-level fields (only those in
 // only, when it is not nil), numbers kept as written.
@@ -82,7 +87,7 @@ func decodeValue(v json.RawMessage) (any, bool) {
 // place, and returns it.
 func normaliseConfig(c map[string]any) map[string]any {
 	for k := range c {
-		if ignoredConfigFields[k] || c[k] == nil {
+		if ignoredConfigFields()[k] || c[k] == nil {
 			delete(c, k)
 		}
 	}
@@ -233,7 +238,7 @@ func diffKey(out []fieldChange, prefix, k string, a, b map[string]any) []fieldCh
 	case !aok && !bok:
 	case aIsObj && bIsObj:
 		out = append(out, diffJSON(path+".", am, bm)...)
-	case aok && bok && tokenIDFields[k] && sameIDs(av, bv):
+	case aok && bok && tokenIDFields()[k] && sameIDs(av, bv):
 	case !aok || !bok || !jsonEqual(av, bv):
 		out = append(out, fieldChange{path: path, pub: av, exp: bv, pubOK: aok, expOK: bok})
 	}
@@ -368,25 +373,27 @@ func changeMessage(ch fieldChange) string {
 // architectureFields change the architecture or the numerics of a model: a
 // change is a warning. Fields matched by architectureField's patterns are
 // too (sizes, counts, heads, layers, epsilons, rope, experts).
-var architectureFields = map[string]bool{
-	"architectures": true, "model_type": true, "tie_word_embeddings": true, "quantization_config": true,
-	"hidden_act": true, "hidden_activation": true, "activation_function": true, "head_dim": true,
-	"attention_bias": true, "mlp_bias": true, "sliding_window": true, "use_sliding_window": true,
-	"layer_types": true, "max_window_layers": true, "norm_topk_prob": true, "decoder_sparse_step": true,
-	"mlp_only_layers": true, "first_k_dense_replace": true, "kv_lora_rank": true, "q_lora_rank": true,
-	"qk_rope_head_dim": true, "qk_nope_head_dim": true, "v_head_dim": true, "attn_logit_softcapping": true,
-	"final_logit_softcapping": true, "query_pre_attn_scalar": true, "routed_scaling_factor": true,
-	"n_group": true, "topk_group": true, "scoring_func": true, "topk_method": true, "partial_rotary_factor": true,
-	"max_position_embeddings": true, "original_max_position_embeddings": true, "logit_scale": true,
-	"embedding_multiplier": true, "residual_multiplier": true, "attention_multiplier": true, "logits_scaling": true,
-}
+var architectureFields = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"architectures": true, "model_type": true, "tie_word_embeddings": true, "quantization_config": true,
+		"hidden_act": true, "hidden_activation": true, "activation_function": true, "head_dim": true,
+		"attention_bias": true, "mlp_bias": true, "sliding_window": true, "use_sliding_window": true,
+		"layer_types": true, "max_window_layers": true, "norm_topk_prob": true, "decoder_sparse_step": true,
+		"mlp_only_layers": true, "first_k_dense_replace": true, "kv_lora_rank": true, "q_lora_rank": true,
+		"qk_rope_head_dim": true, "qk_nope_head_dim": true, "v_head_dim": true, "attn_logit_softcapping": true,
+		"final_logit_softcapping": true, "query_pre_attn_scalar": true, "routed_scaling_factor": true,
+		"n_group": true, "topk_group": true, "scoring_func": true, "topk_method": true, "partial_rotary_factor": true,
+		"max_position_embeddings": true, "original_max_position_embeddings": true, "logit_scale": true,
+		"embedding_multiplier": true, "residual_multiplier": true, "attention_multiplier": true, "logits_scaling": true,
+	}
+})
 
 // architectureField reports whether a config field path names a field that
 // changes the architecture or numerics.
 func architectureField(path string) bool {
 	for seg := range strings.SplitSeq(path, ".") {
 		switch {
-		case architectureFields[seg],
+		case architectureFields()[seg],
 			strings.HasSuffix(seg, "_size"), strings.HasPrefix(seg, "num_"), strings.HasPrefix(seg, "n_"),
 			strings.HasSuffix(seg, "_heads"), strings.HasSuffix(seg, "_layers"),
 			strings.HasSuffix(seg, "_eps"), strings.HasSuffix(seg, "_epsilon"),
@@ -399,15 +406,19 @@ func architectureField(path string) bool {
 
 // alwaysSignificant fields matter even when one side leaves them out: the
 // model class's default stands in for them, and it may differ.
-var alwaysSignificant = map[string]bool{"architectures": true, "model_type": true, "tie_word_embeddings": true, "quantization_config": true}
+var alwaysSignificant = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"architectures": true, "model_type": true, "tie_word_embeddings": true, "quantization_config": true}
+})
 
 // ropeFields are the fields normalisation moves into one another (dtype,
 // rope parameters) or reads to do so: decoded and normalised together.
 // Every other field is decoded and compared on its own, so that a config
 // of a million fields is never decoded whole.
-var ropeFields = map[string]bool{"torch_dtype": true, "dtype": true, "rope_scaling": true, "rope_parameters": true,
-	"rope_theta": true, "partial_rotary_factor": true, "original_max_position_embeddings": true,
-	"max_position_embeddings": true, "layer_types": true, "rope_local_base_freq": true}
+var ropeFields = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"torch_dtype": true, "dtype": true, "rope_scaling": true, "rope_parameters": true,
+		"rope_theta": true, "partial_rotary_factor": true, "original_max_position_embeddings": true,
+		"max_position_embeddings": true, "layer_types": true, "rope_local_base_freq": true}
+})
 
 // compareConfigs compares the published config.json with the exported one,
 // field by field after normalising both: config_changed for each field
@@ -419,14 +430,14 @@ func compareConfigs(pub, exp *checkpoint.Config) []Finding {
 	if pub == nil || exp == nil {
 		return nil
 	}
-	a := normaliseConfig(decodeFields(pub.Fields, ropeFields))
-	b := normaliseConfig(decodeFields(exp.Fields, ropeFields))
+	a := normaliseConfig(decodeFields(pub.Fields, ropeFields()))
+	b := normaliseConfig(decodeFields(exp.Fields, ropeFields()))
 	alignRope(a, b)
 	alignRope(b, a)
 	keys := unionKeys(a, b)
 	for _, fields := range []map[string]json.RawMessage{pub.Fields, exp.Fields} {
 		for k := range fields {
-			if !ropeFields[k] {
+			if !ropeFields()[k] {
 				keys = append(keys, k)
 			}
 		}
@@ -437,12 +448,12 @@ func compareConfigs(pub, exp *checkpoint.Config) []Finding {
 	var changes []fieldChange
 	for _, k := range keys {
 		changes = changes[:0]
-		if ropeFields[k] {
+		if ropeFields()[k] {
 			changes = diffKey(changes, "", k, a, b)
 		} else {
 			ra, aok := pub.Fields[k]
 			rb, bok := exp.Fields[k]
-			if aok && bok && bytes.Equal(ra, rb) || ignoredConfigFields[k] {
+			if aok && bok && bytes.Equal(ra, rb) || ignoredConfigFields()[k] {
 				continue
 			}
 			changes = diffKey(changes, "", k, normaliseField(k, ra, aok), normaliseField(k, rb, bok))
@@ -470,10 +481,10 @@ func configChange(file string, ch fieldChange) Finding {
 	f := Finding{Code: CodeConfigChanged, Severity: Info, Key: ch.path, File: file, Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp}
 	top, _, _ := strings.Cut(ch.path, ".")
 	switch {
-	case tokenIDFields[leaf]:
+	case tokenIDFields()[leaf]:
 		f.Code, f.Severity = CodeTokenizerChanged, Warning
 		f.Message = "special token id " + f.Message
-	case alwaysSignificant[top] || alwaysSignificant[leaf]:
+	case alwaysSignificant()[top] || alwaysSignificant()[leaf]:
 		f.Severity = Warning
 	case architectureField(ch.path) && ch.pubOK && ch.expOK:
 		f.Severity = Warning

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/checkpoint"
 )
@@ -108,11 +109,13 @@ func parseLoRAName(name string) (loraPart, bool) {
 
 // torchtuneModules maps torchtune's module names in a decoder layer to
 // Hugging Face's (convert_weights.py's _FROM_HF).
-var torchtuneModules = map[string]string{
-	"attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj", "attn.v_proj": "self_attn.v_proj",
-	"attn.output_proj": "self_attn.o_proj",
-	"mlp.w1":           "mlp.gate_proj", "mlp.w3": "mlp.up_proj", "mlp.w2": "mlp.down_proj",
-}
+var torchtuneModules = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj", "attn.v_proj": "self_attn.v_proj",
+		"attn.output_proj": "self_attn.o_proj",
+		"mlp.w1":           "mlp.gate_proj", "mlp.w3": "mlp.up_proj", "mlp.w2": "mlp.down_proj",
+	}
+})
 
 // torchtuneToHF maps a torchtune module path (layers.N.attn.q_proj,
 // output) to its Hugging Face name.
@@ -128,7 +131,7 @@ func torchtuneToHF(path string) (string, bool) {
 	if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
 		return "", false
 	}
-	hf, ok := torchtuneModules[module]
+	hf, ok := torchtuneModules()[module]
 	if !ok {
 		return "", false
 	}

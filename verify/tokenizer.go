@@ -469,7 +469,7 @@ func compareGeneration(ctx context.Context, p, e *companions) ([]Finding, error)
 	var ff fieldFindings
 	for _, ch := range diffJSON("", am, bm) {
 		f := Finding{Code: CodeConfigChanged, Severity: Info, File: file, Key: ch.path, Message: changeMessage(ch), Published: ch.pub, Exported: ch.exp}
-		if tokenIDFields[ch.path] {
+		if tokenIDFields()[ch.path] {
 			f.Code, f.Severity, f.Message = CodeTokenizerChanged, Warning, "special token id "+f.Message
 		}
 		ff.add(f)
