@@ -92,7 +92,9 @@ type Checkpoint struct {
 // Options say which checkpoint to open at a path.
 type Options struct {
 	// Variant selects model.<variant>.safetensors files in a directory
-	// holding several variants; "" is the plain model.safetensors.
+	// holding several variants; "" is the plain model.safetensors. In a
+	// folder of GGUF files of several quantizations it names one by its
+	// quantization tag (Q8_0, any case), stem or file name.
 	Variant string
 	// AnyVariant makes Variant apply only where the directory holds
 	// variants: a plain checkpoint is read as it is. A diff uses it, since

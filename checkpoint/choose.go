@@ -23,12 +23,16 @@ func (c *Checkpoint) listShards(ctx context.Context, variant string) (variants, 
 		return nil, nil, pathError(c.Source.Path("."), err)
 	}
 	entries, _ = preferDefault(entries)
+	stems := ggufStems(entries)
 	seen := map[string]bool{}
 	for _, e := range entries {
 		if !IsWeightFile(e.Name) {
 			continue
 		}
 		v := shardVariant(e.Name)
+		if s, ok := stems[e.Name]; ok {
+			v = s
+		}
 		if !seen[v] {
 			seen[v] = true
 			variants = append(variants, v)
@@ -75,6 +79,13 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 		}
 	}
 	slices.Sort(variants)
+	stems := ggufStems(entries)
+	if variant, err = matchGGUFVariant(c.Path, variant, stems); err != nil {
+		return "", nil, err
+	}
+	if variant == "" && !slices.Contains(variants, "") && len(variants) > 1 && len(stems) > 0 {
+		return "", nil, chooseGGUFVariant(c.Path, variants, stems)
+	}
 	if variant == "" && !slices.Contains(variants, "") && len(variants) == 1 {
 		variant = variants[0] // only a variant: that is the checkpoint
 	}
@@ -82,7 +93,11 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 		variant = variants[0] // no choice to make
 	}
 	if variant != "" && !slices.Contains(variants, variant) {
-		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, listOrNone(VariantNames(variants)))
+		here := listOrNone(VariantNames(variants))
+		if len(stems) > 0 {
+			here = describeGGUFVariants(variants, stems)
+		}
+		return "", nil, fmt.Errorf("%s: no %s variant (variants here: %s)", c.Path, variant, here)
 	}
 	c.Variant = variant
 	for _, v := range variants {

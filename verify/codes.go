@@ -219,7 +219,7 @@ var codes = []CodeDoc{
 	{CodeWeightsOnlyExport, Info, "diff: the export has no config or tokenizer files (normal mid-pipeline); lists what to copy from the published side before upload"},
 	{CodeMissingFile, Warning, "diff: a config, tokenizer, generation or chat-template file the published side has is missing from the export (an error with --require-files)"},
 	{CodeConfigChanged, Warning, "diff: a config.json field differs, after normalising transformers v5 names; a warning for architecture and numerics fields, info for the rest"},
-	{CodeTokenizerChanged, Warning, "diff: tokenizer files, the chat template, or the eos/bos/pad token ids differ from the published ones"},
+	{CodeTokenizerChanged, Warning, "diff: tokenizer files, the chat template, or the eos/bos/pad token ids differ from the published ones; for a GGUF export, its embedded vocabulary size, special token ids or chat template"},
 	{CodeManifestMismatch, Error, "validate --manifest: a tensor's dtype, shape or bytes (xxh3), or a file's bytes (SHA-256), differ from the manifest"},
 	{CodeManifestMissing, Error, "validate --manifest: a tensor or file the manifest lists is not in the checkpoint"},
 	{CodeManifestExtra, Error, "validate --manifest: a tensor or file the manifest does not list"},

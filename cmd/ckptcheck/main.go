@@ -246,7 +246,7 @@ var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: 
 
 var ignoreFlag = &cli.StringSliceFlag{Name: "ignore", Usage: "silence a finding code, for every key or only keys matching a glob: `CODE[=GLOB]` (repeatable; the report counts what was ignored)"}
 
-var variantFlag = &cli.StringFlag{Name: "variant", Usage: "read the `VARIANT` files of a directory holding several (model.fp16.safetensors: fp16); default the plain model.safetensors"}
+var variantFlag = &cli.StringFlag{Name: "variant", Usage: "read the `VARIANT` files of a directory holding several (model.fp16.safetensors: fp16; model-Q8_0.gguf: Q8_0); default the plain model.safetensors"}
 
 // ignores parses --ignore.
 func ignores(cmd *cli.Command) ([]verify.Ignore, error) {
