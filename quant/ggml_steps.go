@@ -42,7 +42,17 @@ type ggmlStepped struct {
 // Steps writes the step of each value of rows [r0, r1), from the bytes
 // Decode reads.
 func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.eachBlock(d, r0, r1, parts, dst, c.steps)
+	return c.eachBlock(d, r0, r1, parts, 0, ^uint64(0), dst, c.steps)
+}
+
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole blocks), into dst[:hi-lo] and their steps into
+// steps[:hi-lo] unless steps is nil.
+func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
+		return err
+	}
+	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
 }
 
 // ErrorCompensated says the K-quants are judged statistically: their
