@@ -123,8 +123,9 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 			switch {
 			case steps == nil:
 				o := dst[at:][:len(codes)]
-				for i, b := range codes {
-					o[i] = t[b] * s
+				k := e4m3Scaled(o, nil, codes, s)
+				for i, b := range codes[k:] {
+					o[k+i] = t[b] * s
 				}
 			case dst == nil:
 				st, as := steps[at:][:len(codes)], absf(s)
@@ -133,6 +134,8 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 				}
 			default:
 				o, st, as := dst[at:][:len(codes)], steps[at:][:len(codes)], absf(s)
+				k := e4m3Scaled(o, st, codes, s)
+				o, st, codes = o[k:], st[k:], codes[k:]
 				for i, b := range codes {
 					o[i] = t[b] * s
 					st[i] = e4m3Steps[b] * as

@@ -49,10 +49,32 @@ func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 // r0's first (whole blocks), into dst[:hi-lo] and their steps into
 // steps[:hi-lo] unless steps is nil.
 func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	if c.e == tensorfile.Q8_0 && steps != nil {
+		return c.decodeStepsQ8_0(d, r0, r1, parts, lo, hi, dst, steps)
+	}
 	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
 		return err
 	}
 	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
+}
+
+// decodeStepsQ8_0 is DecodeRange of Q8_0 values and steps in one pass.
+func (c *ggmlStepped) decodeStepsQ8_0(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
+	if err != nil {
+		return err
+	}
+	if err := need(c.name+" steps", blocks, 32, len(steps)); err != nil {
+		return err
+	}
+	for i := range blocks {
+		b, y, st := src[i*34:(i+1)*34], dst[i*32:(i+1)*32], steps[i*32:(i+1)*32]
+		if !q8Scaled(b, y, st) {
+			decodeQ8_0(b, y)
+			stepsQ8_0(b, st)
+		}
+	}
+	return nil
 }
 
 // ErrorCompensated says the K-quants are judged statistically: their

@@ -1,0 +1,70 @@
+//go:build amd64 && !purego
+
+package quant
+
+import "sync"
+
+// The AVX2 loops of vector_amd64.s, for the decoders that dominate a value
+// comparison of a quantized export: they write the bits the Go loops
+// write. The CPU is asked once, at the first decode that could use them.
+var hasAVX2 = sync.OnceValue(func() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	const osxsave, avx = 1 << 27, 1 << 28
+	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 { // XMM and YMM state enabled
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	return b7&(1<<5) != 0
+})
+
+func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+
+func xgetbv() (lo uint32)
+
+// e4m3ScaledAVX2 writes t[b]·s of n (a multiple of 8) E4M3 codes into
+// dst and, unless steps is nil, e4m3Steps[b]·|s| into steps; nan is the
+// table's NaN. s must not be a NaN (two NaNs' product is the Go loop's).
+//
+//go:noescape
+func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint32)
+
+// q8ScaledAVX2 writes int8(q)·d of a Q8_0 block's 32 codes into dst and,
+// unless steps is nil, its steps (see stepsQ8_0) into steps.
+//
+//go:noescape
+func q8ScaledAVX2(dst, steps *float32, qs *byte, d float32)
+
+// e4m3Scaled is the vector part of e4m3 decoding: how many of codes it
+// wrote (the rest is the caller's).
+func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int {
+	n := len(codes) &^ 7
+	if n == 0 || s != s || !hasAVX2() {
+		return 0
+	}
+	dst = dst[:n]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:n][0]
+	}
+	e4m3ScaledAVX2(&dst[0], sp, &codes[0], n, s, 0x7FC00000)
+	return n
+}
+
+// q8Scaled decodes a Q8_0 block's values into y and, unless steps is nil,
+// their steps; false when it cannot (the caller's loops then do).
+func q8Scaled(b []byte, y, steps []float32) bool {
+	if !hasAVX2() {
+		return false
+	}
+	b, y = b[:34], y[:32]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:32][0]
+	}
+	q8ScaledAVX2(&y[0], sp, &b[2], f16At(b))
+	return true
+}

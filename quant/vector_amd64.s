@@ -1,0 +1,134 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// BCAST broadcasts the 32-bit constant c into register y.
+#define BCAST(c, y) \
+	MOVL c, AX \
+	MOVD AX, X0 \
+	VPBROADCASTD X0, y
+
+// func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint32)
+// Eight codes an iteration: the value's bits are built from the code
+// (sign, exponent and mantissa moved to float32's places, a subnormal
+// landing on float32's subnormals) and multiplied by 2^120, exactly t[b];
+// the NaN code takes the table's NaN; then × s. The step is
+// 2^(max(e, 1) − 10), built as bits, × |s|.
+TEXT ·e4m3ScaledAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ codes+16(FP), SI
+	MOVQ n+24(FP), CX
+	VBROADCASTSS s+32(FP), Y15
+	MOVL nan+36(FP), AX
+	MOVD AX, X0
+	VPBROADCASTD X0, Y14
+	BCAST($0x7F, Y13)
+	BCAST($0x80, Y12)
+	BCAST($0x7B800000, Y11)
+	BCAST($0xF, Y10)
+	BCAST($1, Y9)
+	BCAST($117, Y8)
+	BCAST($0x7FFFFFFF, Y7)
+	VANDPS Y7, Y15, Y7
+	SHRQ $3, CX
+	JZ done
+	TESTQ R8, R8
+	JZ vals
+loop:
+	VPMOVZXBD (SI), Y1
+	VPAND Y13, Y1, Y2
+	VPCMPEQD Y13, Y2, Y3
+	VPSLLD $20, Y2, Y4
+	VPAND Y12, Y1, Y5
+	VPSLLD $24, Y5, Y5
+	VPOR Y5, Y4, Y4
+	VMULPS Y11, Y4, Y4
+	VBLENDVPS Y3, Y14, Y4, Y4
+	VMULPS Y15, Y4, Y4
+	VMOVUPS Y4, (DI)
+	VPSRLD $3, Y2, Y6
+	VPMAXSD Y9, Y6, Y6
+	VPADDD Y8, Y6, Y6
+	VPSLLD $23, Y6, Y6
+	VMULPS Y7, Y6, Y6
+	VMOVUPS Y6, (R8)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+vals:
+	VPMOVZXBD (SI), Y1
+	VPAND Y13, Y1, Y2
+	VPCMPEQD Y13, Y2, Y3
+	VPSLLD $20, Y2, Y4
+	VPAND Y12, Y1, Y5
+	VPSLLD $24, Y5, Y5
+	VPOR Y5, Y4, Y4
+	VMULPS Y11, Y4, Y4
+	VBLENDVPS Y3, Y14, Y4, Y4
+	VMULPS Y15, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ vals
+	VZEROUPPER
+done:
+	RET
+
+// func q8ScaledAVX2(dst, steps *float32, qs *byte, d float32)
+// Four times eight codes: q·d; the step |d| + ((2|q|)·|d|)·2⁻¹¹, each
+// product rounded, as stepsQ8_0 adds them.
+TEXT ·q8ScaledAVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ qs+16(FP), SI
+	VBROADCASTSS d+24(FP), Y15
+	BCAST($0x7FFFFFFF, Y14)
+	VANDPS Y14, Y15, Y14
+	BCAST($0x3A000000, Y13)
+	MOVQ $4, CX
+q8loop:
+	VPMOVSXBD (SI), Y1
+	VCVTDQ2PS Y1, Y2
+	VMULPS Y15, Y2, Y2
+	VMOVUPS Y2, (DI)
+	TESTQ R8, R8
+	JZ q8next
+	VPABSD Y1, Y3
+	VPADDD Y3, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y14, Y3, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y14, Y3
+	VMOVUPS Y3, (R8)
+	ADDQ $32, R8
+q8next:
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ q8loop
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (lo uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, lo+0(FP)
+	RET

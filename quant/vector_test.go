@@ -1,0 +1,98 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
+
+// vectorScales are block scales for the vector loops' tests: ordinary,
+// negative, subnormal, huge, zero, infinite and NaN ones.
+var vectorScales = []float32{1, 0.0123, -3.5, 1e-40, -1e-44, 3e38, 0, float32(math.Copysign(0, -1)),
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0x7F800001)}
+
+// TestE4M3Scaled checks the E4M3 loops (vector where the CPU has them)
+// against the table, bit for bit: every code, at every offset of a run,
+// with every scale.
+func TestE4M3Scaled(t *testing.T) {
+	tab := f8Tables[tensorfile.F8_E4M3]
+	codes := make([]byte, 0, 300)
+	for b := range 256 {
+		codes = append(codes, byte(b))
+	}
+	codes = append(codes, 0x7F, 0xFF, 0x01, 0x81, 0x00, 0x80, 0x7E, 0xFE, 0x08, 0x88, 0x07)
+	c, err := NewBlockFP8(1, uint64(len(codes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dims{Rows: 1, Cols: uint64(len(codes))}
+	for _, s := range vectorScales {
+		for lo := range uint64(9) {
+			scale := binary.LittleEndian.AppendUint32(nil, math.Float32bits(s))
+			n := uint64(len(codes)) - lo
+			vals, steps := make([]float32, n), make([]float32, n)
+			if err := c.DecodeRange(d, 0, 1, [][]byte{codes, scale}, lo, uint64(len(codes)), vals, steps); err != nil {
+				t.Fatal(err)
+			}
+			only := make([]float32, len(codes))
+			if err := c.Decode(d, 0, 1, [][]byte{codes, scale}, only); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range codes[lo:] {
+				want, wantStep := tab[b]*s, e4m3Steps[b]*absf(s)
+				if math.Float32bits(vals[i]) != math.Float32bits(want) || math.Float32bits(only[lo+uint64(i)]) != math.Float32bits(want) ||
+					math.Float32bits(steps[i]) != math.Float32bits(wantStep) {
+					t.Fatalf("scale %g, code %#x at %d: value %#x (alone %#x), step %#x; want %#x, %#x", s, b, lo+uint64(i),
+						math.Float32bits(vals[i]), math.Float32bits(only[lo+uint64(i)]), math.Float32bits(steps[i]), math.Float32bits(want), math.Float32bits(wantStep))
+				}
+			}
+		}
+	}
+}
+
+// TestQ8Scaled checks Q8_0's loops against their definitions, bit for
+// bit, on random codes with every half scale among them.
+func TestQ8Scaled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c, _ := GGML(tensorfile.Q8_0)
+	rd := c.(interface {
+		DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error
+	})
+	const blocks = 1 << 16 / 4
+	b := make([]byte, 34*blocks)
+	for i := range blocks {
+		blk := b[34*i : 34*(i+1)]
+		binary.LittleEndian.PutUint16(blk, uint16(i*4+rng.IntN(4)))
+		for j := range 32 {
+			blk[2+j] = byte(rng.Uint32())
+		}
+		blk[2+i%32] = 0x80 // -128
+	}
+	d := Dims{Rows: 1, Cols: 32 * blocks}
+	vals, steps := make([]float32, 32*blocks), make([]float32, 32*blocks)
+	if err := rd.DecodeRange(d, 0, 1, [][]byte{b}, 0, d.Cols, vals, steps); err != nil {
+		t.Fatal(err)
+	}
+	only := make([]float32, 32*blocks)
+	if err := c.Decode(d, 0, 1, [][]byte{b}, only); err != nil {
+		t.Fatal(err)
+	}
+	for i := range blocks {
+		blk := b[34*i : 34*(i+1)]
+		dd := F16ToFloat32(binary.LittleEndian.Uint16(blk))
+		ad := absf(dd)
+		for j, q := range blk[2:] {
+			k := 32*i + j
+			want := float32(int8(q)) * dd
+			wantStep := ad + twiceAbsInt8[q]*ad*halfULP
+			if math.Float32bits(vals[k]) != math.Float32bits(want) || math.Float32bits(only[k]) != math.Float32bits(want) ||
+				math.Float32bits(steps[k]) != math.Float32bits(wantStep) {
+				t.Fatalf("d %#x, q %d: value %#x (alone %#x), step %#x; want %#x, %#x", binary.LittleEndian.Uint16(blk), int8(q),
+					math.Float32bits(vals[k]), math.Float32bits(only[k]), math.Float32bits(steps[k]), math.Float32bits(want), math.Float32bits(wantStep))
+			}
+		}
+	}
+}
