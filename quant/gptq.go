@@ -186,7 +186,11 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 		if columnOrder && g.group%c.pack == 0 {
 			for gi := c0 / g.group; gi*g.group < c1; gi++ {
 				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
-				for k := max(gi*g.group, c0) / c.pack; k < min((gi+1)*g.group, c1)/c.pack; k++ {
+				k0, k1 := max(gi*g.group, c0)/c.pack, min((gi+1)*g.group, c1)/c.pack
+				if c.bits == 4 && k1 > k0 {
+					k0 += unpack4Strided(vals, steps, row+k0*c.pack-lo, qw[4*(k0*nr+o):], 4*nr, k1-k0, &luts)
+				}
+				for k := k0; k < k1; k++ {
 					luts.unpack(vals, steps, row+k*c.pack-lo, word(qw, k*nr+o), c.bits, c.pack)
 				}
 			}

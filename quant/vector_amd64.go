@@ -38,6 +38,31 @@ func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint
 //go:noescape
 func q8ScaledAVX2(dst, steps *float32, qs *byte, d float32)
 
+// unpack4StridedAVX2 writes the eight 4-bit codes of each of n words,
+// stride bytes apart from qw, low first, through luts.vals into vals and,
+// unless steps is nil, through luts.steps into steps.
+//
+//go:noescape
+func unpack4StridedAVX2(vals, steps *float32, qw *byte, stride, n uintptr, luts *affineLUTs)
+
+// unpack4Strided is the vector part of unpacking n 4-bit words, stride
+// bytes apart from qw, into vals and steps (each unless nil) from at
+// through luts: how many words it did (the rest is the caller's).
+func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint64, luts *affineLUTs) uint64 {
+	if vals == nil || !hasAVX2() {
+		return 0
+	}
+	out := 8 * n
+	_ = qw[(n-1)*stride+3] // the last word
+	v := vals[at : at+out]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[at : at+out][0]
+	}
+	unpack4StridedAVX2(&v[0], sp, &qw[0], uintptr(stride), uintptr(n), luts)
+	return n
+}
+
 // e4m3Scaled is the vector part of e4m3 decoding: how many of codes it
 // wrote (the rest is the caller's).
 func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int {

@@ -115,6 +115,69 @@ q8next:
 	VZEROUPPER
 	RET
 
+// func unpack4StridedAVX2(vals, steps *float32, qw *byte, stride, n uintptr, luts *affineLUTs)
+// A word an iteration: its eight nibbles, shifted into their lanes, pick
+// from the table's first eight entries and its second eight (VPERMPS
+// takes the low three bits), the nibble's bit 3 choosing between them.
+TEXT ·unpack4StridedAVX2(SB), NOSPLIT, $0-48
+	MOVQ vals+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ qw+16(FP), SI
+	MOVQ stride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ luts+40(FP), DX
+	VMOVUPS 0(DX), Y8
+	VMOVUPS 32(DX), Y9
+	VMOVUPS 1024(DX), Y10
+	VMOVUPS 1056(DX), Y11
+	MOVL $0x1C181410, AX
+	MOVD AX, X0
+	MOVL $0x0C080400, AX
+	MOVD AX, X1
+	VPUNPCKLDQ X0, X1, X0
+	VPMOVZXBD X0, Y12
+	BCAST($0xF, Y13)
+	TESTQ CX, CX
+	JZ u4done
+	TESTQ R8, R8
+	JZ u4vals
+u4loop:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	VPERMPS Y10, Y1, Y3
+	VPERMPS Y11, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (R8)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ u4loop
+	VZEROUPPER
+	RET
+u4vals:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ u4vals
+	VZEROUPPER
+u4done:
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

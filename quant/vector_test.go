@@ -96,3 +96,48 @@ func TestQ8Scaled(t *testing.T) {
 		}
 	}
 }
+
+// TestGPTQVector checks GPTQ int4 decoding with the vector loops against
+// the Go loops, bit for bit, values and steps, in ranges and whole.
+func TestGPTQVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, group := range []uint64{128, 32, 0} {
+		c, err := NewGPTQ(GPTQConfig{Bits: 4, GroupSize: group, Scale: tensorfile.F16, ZeroOffset: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Dims{Rows: 48, Cols: 256}
+		sizes := make([]uint64, 3)
+		if err := c.Sizes(d, sizes); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([][]byte, 3)
+		for i, n := range sizes {
+			parts[i] = make([]byte, n)
+			for k := range parts[i] {
+				parts[i][k] = byte(rng.Uint32())
+			}
+		}
+		decode := func(vector bool, lo, hi uint64) ([]float32, []float32) {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			vals, steps := make([]float32, hi-lo), make([]float32, hi-lo)
+			if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, vals, steps); err != nil {
+				t.Fatal(err)
+			}
+			return vals, steps
+		}
+		for _, r := range [][2]uint64{{0, d.Rows * d.Cols}, {8, 8 * 100}, {256 + 64, 3 * 256}} {
+			gv, gs := decode(true, r[0], r[1])
+			wv, ws := decode(false, r[0], r[1])
+			for i := range gv {
+				if math.Float32bits(gv[i]) != math.Float32bits(wv[i]) || math.Float32bits(gs[i]) != math.Float32bits(ws[i]) {
+					t.Fatalf("group %d, values %v, at %d: %#x, step %#x; want %#x, %#x", group, r, i,
+						math.Float32bits(gv[i]), math.Float32bits(gs[i]), math.Float32bits(wv[i]), math.Float32bits(ws[i]))
+				}
+			}
+		}
+	}
+}
