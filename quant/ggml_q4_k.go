@@ -10,11 +10,16 @@ var _ = registerGGML(tensorfile.Q4_K, decodeQ4K)
 func decodeQ4K(b []byte, y []float32) {
 	d, dmin := f16At(b), f16At(b[2:])
 	scales, qs := b[4:16], b[16:144]
+	var dm [16]float32 // each sub-block's d·sc and dmin·m
+	for j := range 8 {
+		sc, m := scaleMinK4(j, scales)
+		dm[2*j], dm[2*j+1] = d*float32(sc), dmin*float32(m)
+	}
+	if q4kScaled(qs, y, &dm) {
+		return
+	}
 	for j := 0; j < 8; j += 2 {
-		sc1, m1 := scaleMinK4(j, scales)
-		sc2, m2 := scaleMinK4(j+1, scales)
-		d1, min1 := d*float32(sc1), dmin*float32(m1)
-		d2, min2 := d*float32(sc2), dmin*float32(m2)
+		d1, min1, d2, min2 := dm[2*j], dm[2*j+1], dm[2*j+2], dm[2*j+3]
 		q := qs[16*j : 16*j+32]
 		lo, hi := y[32*j:32*j+32], y[32*j+32:32*j+64]
 		for i, v := range q {

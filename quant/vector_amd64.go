@@ -93,3 +93,20 @@ func q8Scaled(b []byte, y, steps []float32) bool {
 	q8ScaledAVX2(&y[0], sp, &b[2], f16At(b))
 	return true
 }
+
+// q4kAVX2 writes a Q4_K block's 256 values from its 128 code bytes and
+// each sub-block's d·sc and dmin·m: (d·sc)·q − dmin·m, each rounded.
+//
+//go:noescape
+func q4kAVX2(y *float32, qs *byte, dm *[16]float32)
+
+// q4kScaled decodes a Q4_K block's values into y; false when it cannot
+// (the caller's loops then do).
+func q4kScaled(qs []byte, y []float32, dm *[16]float32) bool {
+	if !hasAVX2() {
+		return false
+	}
+	qs, y = qs[:128], y[:256]
+	q4kAVX2(&y[0], &qs[0], dm)
+	return true
+}

@@ -178,6 +178,44 @@ u4vals:
 u4done:
 	RET
 
+// func q4kAVX2(y *float32, qs *byte, dm *[16]float32)
+// Four pairs of sub-blocks, eight code bytes at a time: the low nibbles
+// are the first sub-block's values, the high ones the second's.
+TEXT ·q4kAVX2(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ qs+8(FP), SI
+	MOVQ dm+16(FP), DX
+	BCAST($0xF, Y14)
+	MOVQ $4, CX
+q4pair:
+	VBROADCASTSS 0(DX), Y10
+	VBROADCASTSS 4(DX), Y11
+	VBROADCASTSS 8(DX), Y12
+	VBROADCASTSS 12(DX), Y13
+	MOVQ $4, BX
+q4oct:
+	VPMOVZXBD (SI), Y1
+	VPAND Y14, Y1, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS Y10, Y2, Y2
+	VSUBPS Y11, Y2, Y2
+	VMOVUPS Y2, (DI)
+	VPSRLD $4, Y1, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y12, Y3, Y3
+	VSUBPS Y13, Y3, Y3
+	VMOVUPS Y3, 128(DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ q4oct
+	ADDQ $128, DI
+	ADDQ $16, DX
+	DECQ CX
+	JNZ q4pair
+	VZEROUPPER
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -141,3 +141,46 @@ func TestGPTQVector(t *testing.T) {
 		}
 	}
 }
+
+// TestGGMLVector checks the GGML decoders with vector loops against the Go
+// loops, bit for bit, values and steps, on random blocks (NaN and
+// infinite scales among them).
+func TestGGMLVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, e := range []tensorfile.Encoding{tensorfile.Q8_0, tensorfile.Q4_K} {
+		c, _ := GGML(e)
+		rd := c.(interface {
+			DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error
+		})
+		blk := e.Block()
+		d := Dims{Rows: 3, Cols: 64 * blk.Elements}
+		data := make([]byte, d.Rows*d.Cols/blk.Elements*blk.Bytes)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		decode := func(vector bool) ([]float32, []float32, []float32) {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			n := d.Rows * d.Cols
+			vals, steps, only := make([]float32, n), make([]float32, n), make([]float32, n)
+			if err := rd.DecodeRange(d, 0, d.Rows, [][]byte{data}, 0, n, vals, steps); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Decode(d, 0, d.Rows, [][]byte{data}, only); err != nil {
+				t.Fatal(err)
+			}
+			return vals, steps, only
+		}
+		gv, gs, go1 := decode(true)
+		wv, ws, wo := decode(false)
+		for i := range gv {
+			if math.Float32bits(gv[i]) != math.Float32bits(wv[i]) || math.Float32bits(gs[i]) != math.Float32bits(ws[i]) ||
+				math.Float32bits(go1[i]) != math.Float32bits(wo[i]) {
+				t.Fatalf("%s at %d: %#x, step %#x, alone %#x; want %#x, %#x, %#x", e, i, math.Float32bits(gv[i]), math.Float32bits(gs[i]),
+					math.Float32bits(go1[i]), math.Float32bits(wv[i]), math.Float32bits(ws[i]), math.Float32bits(wo[i]))
+			}
+		}
+	}
+}
