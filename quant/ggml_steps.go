@@ -141,9 +141,9 @@ func stepsQ4K(b []byte, y []float32) {
 	scales := b[4:16]
 	for j := range 8 {
 		sc, _ := scaleMinK4(j, scales)
-		s := step(d*float32(sc), 15)
-		for i := range 32 {
-			y[32*j+i] = s
+		s, out := step(d*float32(sc), 15), y[32*j:32*j+32]
+		for i := range out {
+			out[i] = s
 		}
 	}
 }

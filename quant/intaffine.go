@@ -46,15 +46,21 @@ var ErrIndex = errors.New("group index out of range")
 // (compressed-tensors' "g_idx is None or -1 in g_idx").
 func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
 	columnOrder = true
+	b = b[:4*cols]
+	var want, left uint64 = 0, group // c/group, counted: no division a column
 	for c := range cols {
-		g := int32(word(b, c))
+		g := int32(binary.LittleEndian.Uint32(b[4*c:]))
 		if g == -1 && minusOne {
 			return true, nil
 		}
 		if g < 0 || uint64(g) >= groups {
 			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d: %w", what, c, g, groups, ErrIndex)
 		}
-		columnOrder = columnOrder && uint64(g) == c/group
+		if left == 0 {
+			want, left = want+1, group
+		}
+		left--
+		columnOrder = columnOrder && uint64(g) == want
 	}
 	return columnOrder, nil
 }

@@ -184,3 +184,30 @@ func TestGGMLVector(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupIndexOrder checks groupIndex's counted column order against
+// c/group.
+func TestGroupIndexOrder(t *testing.T) {
+	for _, tc := range []struct {
+		gidx  []uint32
+		group uint64
+		want  bool
+	}{
+		{[]uint32{0, 0, 1, 1, 2}, 2, true},
+		{[]uint32{0, 1, 1, 1, 2}, 2, false},
+		{[]uint32{0, 0, 0, 1, 1}, 3, true},
+		{[]uint32{0, 0, 1, 1, 1}, 3, false},
+		{[]uint32{0, 0, 0, 0, 0}, 5, true},
+		{[]uint32{0, 1, 2, 3, 4}, 1, true},
+		{[]uint32{1, 0, 2, 3, 4}, 1, false},
+	} {
+		b := make([]byte, 0, 4*len(tc.gidx))
+		for _, g := range tc.gidx {
+			b = binary.LittleEndian.AppendUint32(b, g)
+		}
+		got, err := groupIndex(tensorfile.I32, b, uint64(len(tc.gidx)), tc.group, 5, false)
+		if err != nil || got != tc.want {
+			t.Errorf("%v by %d: %v, %v; want %v", tc.gidx, tc.group, got, err, tc.want)
+		}
+	}
+}
