@@ -35,7 +35,7 @@ type stepLoop func(p, e, s *byte, n int, st *stepLanes)
 // F32) through loop.
 func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byte, ed safetensors.DType, e []byte, steps []float32, start uint64) {
 	var v vectorSteps
-	v.begin(loop, pd, ed)
+	v.begin(loop, pd, ed, false)
 	v.add(p, e, steps)
 	v.end(sp, start)
 }
@@ -49,11 +49,12 @@ type vectorSteps struct {
 	pd, ed safetensors.DType
 	best   float64 // the largest ratio so far (-1: no finite pair)
 	bestAt int
-	done   int // elements added
+	done   int  // elements added
+	lean   bool // loop counts no finite pairs (see leanStepLoop)
 }
 
-func (v *vectorSteps) begin(loop stepLoop, pd, ed safetensors.DType) {
-	*v = vectorSteps{loop: loop, pd: pd, ed: ed, best: -1}
+func (v *vectorSteps) begin(loop stepLoop, pd, ed safetensors.DType, lean bool) {
+	*v = vectorSteps{loop: loop, pd: pd, ed: ed, best: -1, lean: lean}
 	for l := range lanes {
 		v.st.k[l], v.st.skip[l], v.st.half[l] = 1+StepMargin, maxSkip, 0.5
 	}
@@ -112,7 +113,7 @@ func (v *vectorSteps) add(p, e []byte, steps []float32) {
 			r, _ := ratio(i)
 			cmax = max(cmax, r)
 		}
-		if fin == 0 || (v.best >= 0 && cmax <= v.best) {
+		if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
 			continue
 		}
 		for i := c0; i < c1; i++ {

@@ -35,6 +35,10 @@ const subChunkElems = 4 * chunkElems
 // way.
 var subChunking = true
 
+// leanSteps chooses the lean step loop where it exists; tests compare it
+// with the full one.
+var leanSteps = true
+
 // subChunkSide is the codec side of a pair whose blocks may take the
 // sub-chunked path, or -1: one side plain BF16, F16 or F32, the other a
 // RangeDecoder whose tile columns divide its rows and the pieces, with no
@@ -99,10 +103,15 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		sb.vals, sb.steps, sb.plain = make([]float32, subChunkElems), make([]float32, subChunkElems), make([]float32, subChunkElems)
 	}
 	res := subResult{hasSteps: p.stepper[side] != nil, exact: !full && fastExact(pd, ed), rounds: p.rounding.Load()}
-	loop := vectorStepLoop(pd, ed)
+	// The lean loop leaves Σp² to the kernel: over the same finite pairs,
+	// in the same lanes and order, it is the same sum.
+	loop, lean := vectorStepLoop(pd, ed), leanStepLoop(pd, ed) != nil && leanSteps
+	if lean {
+		loop = leanStepLoop(pd, ed)
+	}
 	if res.hasSteps {
 		if loop != nil {
-			sb.vector.begin(loop, pd, ed)
+			sb.vector.begin(loop, pd, ed, lean)
 		} else {
 			sb.portable.begin()
 		}
@@ -141,6 +150,9 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	if res.hasSteps {
 		if loop != nil {
 			sb.vector.end(&res.steps, j.start)
+			if lean {
+				res.steps.sumP2 = res.part.sumP2
+			}
 		} else {
 			sb.portable.end(&res.steps, j.start)
 		}
