@@ -49,8 +49,8 @@ func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 // r0's first (whole blocks), into dst[:hi-lo] and their steps into
 // steps[:hi-lo] unless steps is nil.
 func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
-	if c.e == tensorfile.Q8_0 && steps != nil {
-		return c.decodeStepsQ8_0(d, r0, r1, parts, lo, hi, dst, steps)
+	if steps != nil && (c.e == tensorfile.Q8_0 || c.e == tensorfile.Q4_K) {
+		return c.decodeSteps(d, r0, r1, parts, lo, hi, dst, steps)
 	}
 	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
 		return err
@@ -58,18 +58,23 @@ func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi 
 	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
 }
 
-// decodeStepsQ8_0 is DecodeRange of Q8_0 values and steps in one pass.
-func (c *ggmlStepped) decodeStepsQ8_0(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+// decodeSteps is DecodeRange of Q8_0 or Q4_K values and steps in one
+// pass.
+func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
 	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
 	if err != nil {
 		return err
 	}
-	if err := need(c.name+" steps", blocks, 32, len(steps)); err != nil {
+	bn, en := c.block.Bytes, c.block.Elements
+	if err := need(c.name+" steps", blocks, en, len(steps)); err != nil {
 		return err
 	}
 	for i := range blocks {
-		b, y, st := src[i*34:(i+1)*34], dst[i*32:(i+1)*32], steps[i*32:(i+1)*32]
-		if !q8Scaled(b, y, st) {
+		b, y, st := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en], steps[i*en:(i+1)*en]
+		switch {
+		case c.e == tensorfile.Q4_K:
+			decodeStepsQ4K(b, y, st)
+		case !q8Scaled(b, y, st):
 			decodeQ8_0(b, y)
 			stepsQ8_0(b, st)
 		}

@@ -95,18 +95,30 @@ func q8Scaled(b []byte, y, steps []float32) bool {
 }
 
 // q4kAVX2 writes a Q4_K block's 256 values from its 128 code bytes and
-// each sub-block's d·sc and dmin·m: (d·sc)·q − dmin·m, each rounded.
+// each sub-block's d·sc and dmin·m: (d·sc)·q − dmin·m, each rounded; and,
+// unless steps is nil, each sub-block's step sv[j] into its 32 steps.
 //
 //go:noescape
-func q4kAVX2(y *float32, qs *byte, dm *[16]float32)
+func q4kAVX2(y, steps *float32, qs *byte, dm *[16]float32, sv *[8]float32)
 
-// q4kScaled decodes a Q4_K block's values into y; false when it cannot
-// (the caller's loops then do).
-func q4kScaled(qs []byte, y []float32, dm *[16]float32) bool {
+// q4kScaled decodes a Q4_K block's values into y and, unless steps is nil,
+// their steps (stepsQ4K's, from the block b); false when it cannot (the
+// caller's loops then do).
+func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool {
 	if !hasAVX2() {
 		return false
 	}
 	qs, y = qs[:128], y[:256]
-	q4kAVX2(&y[0], &qs[0], dm)
+	var sv [8]float32
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:256][0]
+		d := f16At(b)
+		for j := range 8 {
+			sc, _ := scaleMinK4(j, b[4:16])
+			sv[j] = step(d*float32(sc), 15)
+		}
+	}
+	q4kAVX2(&y[0], sp, &qs[0], dm, &sv)
 	return true
 }

@@ -178,13 +178,16 @@ u4vals:
 u4done:
 	RET
 
-// func q4kAVX2(y *float32, qs *byte, dm *[16]float32)
+// func q4kAVX2(y, steps *float32, qs *byte, dm *[16]float32, sv *[8]float32)
 // Four pairs of sub-blocks, eight code bytes at a time: the low nibbles
-// are the first sub-block's values, the high ones the second's.
-TEXT ·q4kAVX2(SB), NOSPLIT, $0-24
+// are the first sub-block's values, the high ones the second's; then each
+// sub-block's step, broadcast into its 32 steps.
+TEXT ·q4kAVX2(SB), NOSPLIT, $0-40
 	MOVQ y+0(FP), DI
-	MOVQ qs+8(FP), SI
-	MOVQ dm+16(FP), DX
+	MOVQ steps+8(FP), R8
+	MOVQ qs+16(FP), SI
+	MOVQ dm+24(FP), DX
+	MOVQ sv+32(FP), R9
 	BCAST($0xF, Y14)
 	MOVQ $4, CX
 q4pair:
@@ -211,6 +214,21 @@ q4oct:
 	JNZ q4oct
 	ADDQ $128, DI
 	ADDQ $16, DX
+	TESTQ R8, R8
+	JZ q4next
+	VBROADCASTSS 0(R9), Y4
+	VBROADCASTSS 4(R9), Y5
+	VMOVUPS Y4, 0(R8)
+	VMOVUPS Y4, 32(R8)
+	VMOVUPS Y4, 64(R8)
+	VMOVUPS Y4, 96(R8)
+	VMOVUPS Y5, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y5, 192(R8)
+	VMOVUPS Y5, 224(R8)
+	ADDQ $256, R8
+	ADDQ $8, R9
+q4next:
 	DECQ CX
 	JNZ q4pair
 	VZEROUPPER

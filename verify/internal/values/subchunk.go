@@ -28,7 +28,7 @@ type RangeDecoder interface {
 // the steps of a piece stay in the second-level cache. A multiple of
 // chunkElems (and so of the step loops' 4), so that the kernels' chunks
 // are those of the whole block.
-const subChunkElems = 4 * chunkElems
+const subChunkElems = 8 * chunkElems
 
 // subChunking chooses the sub-chunked path where a pair allows it; tests
 // compare it with the whole-block path. Set it only while no Run is under
