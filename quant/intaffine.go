@@ -108,6 +108,9 @@ type affineLUTs struct{ vals, steps [256]float32 }
 // fill fills the first codes entries of the tables asked for, for zero z
 // and scale s of dtype d.
 func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, vals, steps bool) {
+	if codes == 16 && d == tensorfile.F16 && fill16F16(l, z, s, steps) {
+		return
+	}
 	zeroScaleLUT(l.vals[:codes], z, s, d)
 	if steps {
 		for q, v := range l.vals[:codes] {

@@ -122,3 +122,18 @@ func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool {
 	q4kAVX2(&y[0], sp, &qs[0], dm, &sv)
 	return true
 }
+
+// fill16F16AVX2 fills the 16 entries of a 4-bit group's tables for zero
+// z and F16 scale s: round_F16((q − z)·s) and, unless !steps, its step
+// (affineStep), where every product rounds to a normal F16 or zero (the
+// bits' way of roundF16); false when one does not, the tables then
+// unfilled.
+//
+//go:noescape
+func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
+
+// fill16F16 is fill for 16 codes and an F16 scale; false when the
+// caller's loops must do it.
+func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool {
+	return hasAVX2() && fill16F16AVX2(l, z, s, steps)
+}

@@ -234,6 +234,82 @@ q4next:
 	VZEROUPPER
 	RET
 
+// F16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
+// F16 by their bits into Y2, and ANDs into Y9 the lanes whose product
+// is zero or rounds to a normal F16. Uses Y3 to Y6.
+#define F16LANES \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	VANDPS Y14, Y2, Y3 \
+	VPCMPEQD Y0, Y3, Y4 \
+	VPCMPGTD Y13, Y3, Y5 \
+	VPCMPGTD Y12, Y3, Y6 \
+	VPANDN Y5, Y6, Y5 \
+	VPOR Y5, Y4, Y4 \
+	VPAND Y4, Y9, Y9 \
+	VPSRLD $13, Y2, Y3 \
+	VPAND Y11, Y3, Y3 \
+	VPADDD Y10, Y3, Y3 \
+	VPADDD Y3, Y2, Y2 \
+	VPAND Y8, Y2, Y2
+
+// func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
+TEXT ·fill16F16AVX2(SB), NOSPLIT, $0-25
+	MOVQ l+0(FP), DI
+	MOVL z+8(FP), AX
+	MOVD AX, X0
+	VPBROADCASTD X0, Y7
+	VBROADCASTSS s+12(FP), Y15
+	BCAST($0x7FFFFFFF, Y14)
+	BCAST($0x387FFFFF, Y13)
+	BCAST($0x477FEFFF, Y12)
+	BCAST($1, Y11)
+	BCAST($0xFFF, Y10)
+	BCAST($0xFFFFE000, Y8)
+	VPCMPEQD Y9, Y9, Y9
+	// the codes 0..7 and 8..15, z taken off
+	MOVQ $0x0706050403020100, AX
+	MOVQ AX, X0
+	VPMOVZXBD X0, Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	F16LANES
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y2, Y6
+	MOVQ $0x0F0E0D0C0B0A0908, AX
+	MOVQ AX, X0
+	VPMOVZXBD X0, Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y6, Y7
+	F16LANES
+	VMOVUPS Y2, 32(DI)
+	VMOVMSKPS Y9, AX
+	CMPL AX, $0xFF
+	JNE f16fail
+	MOVB steps+16(FP), AX
+	TESTB AL, AL
+	JZ f16ok
+	// steps: |s| + 2⁻¹⁰·|v|
+	VANDPS Y14, Y15, Y15
+	BCAST($0x3A800000, Y13)
+	VANDPS Y14, Y7, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y15, Y3
+	VMOVUPS Y3, 1024(DI)
+	VANDPS Y14, Y2, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y15, Y3
+	VMOVUPS Y3, 1056(DI)
+f16ok:
+	MOVB $1, ret+24(FP)
+	VZEROUPPER
+	RET
+f16fail:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

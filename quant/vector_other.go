@@ -14,5 +14,7 @@ func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint6
 
 func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool { return false }
 
+func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool { return false }
+
 // hasAVX2 is false: the tests that compare the loops call it.
 var hasAVX2 = func() bool { return false }

@@ -211,3 +211,26 @@ func TestGroupIndexOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestFill16F16 checks the vector fill of a 4-bit group's tables against
+// the Go loops, bit for bit, on every F16 scale and zeros around the grid.
+func TestFill16F16(t *testing.T) {
+	for h := range 1 << 16 {
+		s := F16ToFloat32(uint16(h))
+		for _, z := range []int32{0, 1, 8, 9, 16, -3} {
+			var got, want affineLUTs
+			got.fill(16, z, s, tensorfile.F16, true, true)
+			func() {
+				defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+				hasAVX2 = func() bool { return false }
+				want.fill(16, z, s, tensorfile.F16, true, true)
+			}()
+			for q := range 16 {
+				if math.Float32bits(got.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(got.steps[q]) != math.Float32bits(want.steps[q]) {
+					t.Fatalf("scale %#x, zero %d, code %d: %#x, step %#x; want %#x, %#x", h, z, q,
+						math.Float32bits(got.vals[q]), math.Float32bits(got.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
+				}
+			}
+		}
+	}
+}
