@@ -69,12 +69,15 @@ func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi 
 	if err := need(c.name+" steps", blocks, en, len(steps)); err != nil {
 		return err
 	}
+	if c.e == tensorfile.Q8_0 && q8Scaled(src[:blocks*bn], dst, steps) {
+		return nil
+	}
 	for i := range blocks {
 		b, y, st := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en], steps[i*en:(i+1)*en]
 		switch {
 		case c.e == tensorfile.Q4_K:
 			decodeStepsQ4K(b, y, st)
-		case !q8Scaled(b, y, st):
+		default:
 			decodeQ8_0(b, y)
 			stepsQ8_0(b, st)
 		}

@@ -32,11 +32,12 @@ func xgetbv() (lo uint32)
 //go:noescape
 func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint32)
 
-// q8ScaledAVX2 writes int8(q)·d of a Q8_0 block's 32 codes into dst and,
-// unless steps is nil, its steps (see stepsQ8_0) into steps.
+// q8BlocksAVX2 writes int8(q)·d of n Q8_0 blocks' codes, from src, into
+// dst and, unless steps is nil, their steps (see stepsQ8_0) into steps;
+// ds holds each block's d.
 //
 //go:noescape
-func q8ScaledAVX2(dst, steps *float32, qs *byte, d float32)
+func q8BlocksAVX2(dst, steps *float32, src *byte, ds *float32, n int)
 
 // unpack4StridedAVX2 writes the eight 4-bit codes of each of n words,
 // stride bytes apart from qw, low first, through luts.vals into vals and,
@@ -79,18 +80,29 @@ func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int {
 	return n
 }
 
-// q8Scaled decodes a Q8_0 block's values into y and, unless steps is nil,
-// their steps; false when it cannot (the caller's loops then do).
-func q8Scaled(b []byte, y, steps []float32) bool {
-	if !hasAVX2() {
+// q8Scaled decodes the Q8_0 blocks of src into y and, unless steps is
+// nil, their steps; false when it cannot (the caller's loops then do).
+func q8Scaled(src []byte, y, steps []float32) bool {
+	blocks := len(src) / 34
+	if blocks == 0 || !hasAVX2() {
 		return false
 	}
-	b, y = b[:34], y[:32]
-	var sp *float32
+	src, y = src[:34*blocks], y[:32*blocks]
 	if steps != nil {
-		sp = &steps[:32][0]
+		steps = steps[:32*blocks]
 	}
-	q8ScaledAVX2(&y[0], sp, &b[2], f16At(b))
+	var ds [64]float32 // the blocks' scales, a batch at a time
+	for i := 0; i < blocks; i += len(ds) {
+		n := min(len(ds), blocks-i)
+		for k := range n {
+			ds[k] = f16At(src[34*(i+k):])
+		}
+		var sp *float32
+		if steps != nil {
+			sp = &steps[32*i]
+		}
+		q8BlocksAVX2(&y[32*i], sp, &src[34*i], &ds[0], n)
+	}
 	return true
 }
 

@@ -80,20 +80,27 @@ vals:
 done:
 	RET
 
-// func q8ScaledAVX2(dst, steps *float32, qs *byte, d float32)
-// Four times eight codes: q·d; the step |d| + ((2|q|)·|d|)·2⁻¹¹, each
-// product rounded, as stepsQ8_0 adds them.
-TEXT ·q8ScaledAVX2(SB), NOSPLIT, $0-28
+// func q8BlocksAVX2(dst, steps *float32, src *byte, ds *float32, n int)
+// n Q8_0 blocks of 34 bytes, each's scale d already in ds, four times
+// eight codes a block: q·d; the step |d| + ((2|q|)·|d|)·2⁻¹¹, each product
+// rounded, as stepsQ8_0 adds them.
+TEXT ·q8BlocksAVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ steps+8(FP), R8
-	MOVQ qs+16(FP), SI
-	VBROADCASTSS d+24(FP), Y15
-	BCAST($0x7FFFFFFF, Y14)
-	VANDPS Y14, Y15, Y14
+	MOVQ src+16(FP), SI
+	MOVQ ds+24(FP), DX
+	MOVQ n+32(FP), R9
+	BCAST($0x7FFFFFFF, Y12)
 	BCAST($0x3A000000, Y13)
+	TESTQ R9, R9
+	JZ q8done
+q8block:
+	VBROADCASTSS (DX), Y15
+	VANDPS Y12, Y15, Y14
 	MOVQ $4, CX
+	LEAQ 2(SI), R10
 q8loop:
-	VPMOVSXBD (SI), Y1
+	VPMOVSXBD (R10), Y1
 	VCVTDQ2PS Y1, Y2
 	VMULPS Y15, Y2, Y2
 	VMOVUPS Y2, (DI)
@@ -108,11 +115,16 @@ q8loop:
 	VMOVUPS Y3, (R8)
 	ADDQ $32, R8
 q8next:
-	ADDQ $8, SI
+	ADDQ $8, R10
 	ADDQ $32, DI
 	DECQ CX
 	JNZ q8loop
+	ADDQ $34, SI
+	ADDQ $4, DX
+	DECQ R9
+	JNZ q8block
 	VZEROUPPER
+q8done:
 	RET
 
 // func unpack4StridedAVX2(vals, steps *float32, qw *byte, stride, n uintptr, luts *affineLUTs)
