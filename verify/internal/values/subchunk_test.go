@@ -57,7 +57,7 @@ func subChunkCodecs(t testing.TB) []struct {
 		{"q8_0", ggml(tensorfile.Q8_0), []uint64{41, 512}},
 		{"q4_k", ggml(tensorfile.Q4_K), []uint64{37, 768}},
 		{"q6_k", ggml(tensorfile.Q6_K), []uint64{3, 256}},
-		{"q4_1-nosteps", ggml(tensorfile.Q4_1), []uint64{53, 160}},
+		{"q4_1", ggml(tensorfile.Q4_1), []uint64{53, 160}},
 	}
 }
 
