@@ -112,6 +112,16 @@ func checkRows(c Codec, d Dims, r0, r1 uint64) error {
 	return nil
 }
 
+// checkValueRange checks a range [lo, hi) of the n values of the rows a
+// DecodeRange decodes: within them, lo a multiple of align, and hi one too
+// unless it is n.
+func checkValueRange(c Codec, n, lo, hi, align uint64) error {
+	if lo > hi || hi > n || lo%align != 0 || (hi%align != 0 && hi != n) {
+		return fmt.Errorf("%s: values [%d, %d) of %d are no range of whole %d-value pieces", c, lo, hi, n, align)
+	}
+	return nil
+}
+
 // checkParts verifies that parts holds, part by part, at least the bytes
 // spans name, and that dst holds n values: what every Decode checks before
 // its loop indexes without bounds worries.

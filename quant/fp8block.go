@@ -77,35 +77,55 @@ func (c *BlockFP8) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps
 	return c.decode(d, r0, r1, parts, dst, steps)
 }
 
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first, into dst[:hi-lo] and their steps into steps[:hi-lo] unless
+// steps is nil: what DecodeSteps writes there, a piece at a time.
+func (c *BlockFP8) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, lo, hi, dst, steps)
+}
+
 // decode writes the values of rows [r0, r1) into dst and their steps into
 // steps, each unless nil.
 func (c *BlockFP8) decode(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, steps) // Spans checks the rows first
+}
+
+// decodeRange is decode of values [lo, hi) of the rows, into dst and steps
+// from their first.
+func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
 	var buf [2]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	n := (r1 - r0) * d.Cols
-	if err := checkOutputs(c, spans, parts, dst, steps, n); err != nil {
+	if err := checkValueRange(c, (r1-r0)*d.Cols, lo, hi, 1); err != nil {
 		return err
+	}
+	if err := checkOutputs(c, spans, parts, dst, steps, hi-lo); err != nil {
+		return err
+	}
+	if lo == hi {
+		return nil
 	}
 	t := f8Tables[tensorfile.F8_E4M3]
 	sc := ceilDiv(d.Cols, c.cols)
 	data, scales := parts[0], parts[1]
 	b0 := r0 / c.rows
-	for r := r0; r < r1; r++ {
-		row := data[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
+	for r := r0 + lo/d.Cols; r < r1 && (r-r0)*d.Cols < hi; r++ {
+		base := (r - r0) * d.Cols
+		c0, c1 := max(lo, base)-base, min(hi-base, d.Cols)
 		srow := (r/c.rows - b0) * sc
-		for j := uint64(0); j < sc; j++ {
+		for j := c0 / c.cols; j*c.cols < c1; j++ {
 			s := floatAt(tensorfile.F32, scales, srow+j)
-			lo, hi := j*c.cols, min((j+1)*c.cols, d.Cols)
-			codes := row[lo:hi]
-			at := (r-r0)*d.Cols + lo
+			from, to := max(j*c.cols, c0), min((j+1)*c.cols, c1)
+			codes := data[base+from : base+to]
+			at := base + from - lo
 			switch {
 			case steps == nil:
 				o := dst[at:][:len(codes)]
-				for i, b := range codes {
-					o[i] = t[b] * s
+				k := e4m3Scaled(o, nil, codes, s)
+				for i, b := range codes[k:] {
+					o[k+i] = t[b] * s
 				}
 			case dst == nil:
 				st, as := steps[at:][:len(codes)], absf(s)
@@ -114,6 +134,8 @@ func (c *BlockFP8) decode(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []fl
 				}
 			default:
 				o, st, as := dst[at:][:len(codes)], steps[at:][:len(codes)], absf(s)
+				k := e4m3Scaled(o, st, codes, s)
+				o, st, codes = o[k:], st[k:], codes[k:]
 				for i, b := range codes {
 					o[i] = t[b] * s
 					st[i] = e4m3Steps[b] * as

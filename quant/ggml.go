@@ -99,31 +99,61 @@ func (c *ggmlCodec) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *ggmlCodec) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.eachBlock(d, r0, r1, parts, dst, c.decode)
+	return c.eachBlock(d, r0, r1, parts, 0, ^uint64(0), dst, c.decode)
 }
 
-// eachBlock runs f on every block of rows [r0, r1), its values' slice of
-// dst beside it, after checking that parts and dst hold them.
-func (c *ggmlCodec) eachBlock(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, f ggmlBlock) error {
-	row, err := c.check(d, r0, r1)
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole blocks), into dst[:hi-lo]; this encoding says no
+// steps, so steps must be nil.
+func (c *ggmlCodec) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	if steps != nil {
+		return fmt.Errorf("%s: no steps", c)
+	}
+	return c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode)
+}
+
+// eachBlock runs f on every block of values [lo, hi) of rows [r0, r1)
+// (hi = ^0: to the rows' end), its values' slice of dst beside it, after
+// checking that parts and dst hold them.
+func (c *ggmlCodec) eachBlock(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst []float32, f ggmlBlock) error {
+	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
 	if err != nil {
 		return err
 	}
-	if len(parts) != 1 {
-		return fmt.Errorf("%s: %d parts, want 1", c, len(parts))
-	}
-	blocks := (r1 - r0) * (d.Cols / c.block.Elements) // bounded by Rows·Cols, checked
-	if err := need(c.name+" data", r1-r0, row, len(parts[0])); err != nil {
-		return err
-	}
-	if err := need(c.name+" output", blocks, c.block.Elements, len(dst)); err != nil {
-		return err
-	}
-	src, bn, en := parts[0], c.block.Bytes, c.block.Elements
+	bn, en := c.block.Bytes, c.block.Elements
 	for i := range blocks {
 		f(src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en])
 	}
 	return nil
+}
+
+// blockRange checks that parts and dst hold the blocks of values [lo, hi)
+// of rows [r0, r1) (hi = ^0: to the rows' end), and returns their bytes
+// and how many they are.
+func (c *ggmlCodec) blockRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst []float32) ([]byte, uint64, error) {
+	row, err := c.check(d, r0, r1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(parts) != 1 {
+		return nil, 0, fmt.Errorf("%s: %d parts, want 1", c, len(parts))
+	}
+	n := (r1 - r0) * d.Cols // bounded by Rows·Cols, checked
+	if hi == ^uint64(0) {
+		hi = n
+	}
+	if err := checkValueRange(c, n, lo, hi, c.block.Elements); err != nil {
+		return nil, 0, err
+	}
+	if err := need(c.name+" data", r1-r0, row, len(parts[0])); err != nil {
+		return nil, 0, err
+	}
+	en, bn := c.block.Elements, c.block.Bytes
+	blocks := (hi - lo) / en
+	if err := need(c.name+" output", blocks, en, len(dst)); err != nil {
+		return nil, 0, err
+	}
+	return parts[0][lo/en*bn:], blocks, nil
 }
 
 // f16At is the IEEE half at b[0:2] as float32 (GGML_FP16_TO_FP32).

@@ -42,7 +42,47 @@ type ggmlStepped struct {
 // Steps writes the step of each value of rows [r0, r1), from the bytes
 // Decode reads.
 func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.eachBlock(d, r0, r1, parts, dst, c.steps)
+	return c.eachBlock(d, r0, r1, parts, 0, ^uint64(0), dst, c.steps)
+}
+
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole blocks), into dst[:hi-lo] and their steps into
+// steps[:hi-lo] unless steps is nil.
+func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	if steps != nil && (c.e == tensorfile.Q8_0 || c.e == tensorfile.Q4_K) {
+		return c.decodeSteps(d, r0, r1, parts, lo, hi, dst, steps)
+	}
+	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
+		return err
+	}
+	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
+}
+
+// decodeSteps is DecodeRange of Q8_0 or Q4_K values and steps in one
+// pass.
+func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
+	if err != nil {
+		return err
+	}
+	bn, en := c.block.Bytes, c.block.Elements
+	if err := need(c.name+" steps", blocks, en, len(steps)); err != nil {
+		return err
+	}
+	if c.e == tensorfile.Q8_0 && q8Scaled(src[:blocks*bn], dst, steps) {
+		return nil
+	}
+	for i := range blocks {
+		b, y, st := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en], steps[i*en:(i+1)*en]
+		switch {
+		case c.e == tensorfile.Q4_K:
+			decodeStepsQ4K(b, y, st)
+		default:
+			decodeQ8_0(b, y)
+			stepsQ8_0(b, st)
+		}
+	}
+	return nil
 }
 
 // ErrorCompensated says the K-quants are judged statistically: their
@@ -109,9 +149,9 @@ func stepsQ4K(b []byte, y []float32) {
 	scales := b[4:16]
 	for j := range 8 {
 		sc, _ := scaleMinK4(j, scales)
-		s := step(d*float32(sc), 15)
-		for i := range 32 {
-			y[32*j+i] = s
+		s, out := step(d*float32(sc), 15), y[32*j:32*j+32]
+		for i := range out {
+			out[i] = s
 		}
 	}
 }

@@ -138,15 +138,32 @@ func (c *GPTQ) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []f
 	return c.decode(d, r0, r1, parts, dst, steps)
 }
 
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole words: multiples of the pack), into dst[:hi-lo] and
+// their steps into steps[:hi-lo] unless steps is nil: what DecodeSteps
+// writes there, a piece at a time.
+func (c *GPTQ) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, lo, hi, dst, steps)
+}
+
 // decode writes the values of rows [r0, r1) into vals and their steps into
 // steps, each unless nil.
 func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, vals, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, vals, steps) // Spans checks the rows first
+}
+
+// decodeRange is decode of values [lo, hi) of the rows, into vals and
+// steps from their first.
+func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, vals, steps []float32) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(c, spans, parts, vals, steps, (r1-r0)*d.Cols); err != nil {
+	if err := checkValueRange(c, (r1-r0)*d.Cols, lo, hi, c.pack); err != nil {
+		return err
+	}
+	if err := checkOutputs(c, spans, parts, vals, steps, hi-lo); err != nil {
 		return err
 	}
 	g, _ := c.geometry(d)
@@ -163,18 +180,23 @@ func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, vals, steps []float
 		return int32(z) + c.offset
 	}
 	var luts affineLUTs
-	for o := range nr {
+	for o := lo / d.Cols; o < nr && o*d.Cols < hi; o++ {
 		row := o * d.Cols
+		c0, c1 := max(lo, row)-row, min(hi-row, d.Cols)
 		if columnOrder && g.group%c.pack == 0 {
-			for gi := range g.groups {
+			for gi := c0 / g.group; gi*g.group < c1; gi++ {
 				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
-				for k := gi * g.group / c.pack; k < min((gi+1)*g.group, d.Cols)/c.pack; k++ {
-					luts.unpack(vals, steps, row+k*c.pack, word(qw, k*nr+o), c.bits, c.pack)
+				k0, k1 := max(gi*g.group, c0)/c.pack, min((gi+1)*g.group, c1)/c.pack
+				if c.bits == 4 && k1 > k0 {
+					k0 += unpack4Strided(vals, steps, row+k0*c.pack-lo, qw[4*(k0*nr+o):], 4*nr, k1-k0, &luts)
+				}
+				for k := k0; k < k1; k++ {
+					luts.unpack(vals, steps, row+k*c.pack-lo, word(qw, k*nr+o), c.bits, c.pack)
 				}
 			}
 			continue
 		}
-		for col := range d.Cols {
+		for col := c0; col < c1; col++ {
 			gi := col / g.group
 			if !columnOrder {
 				gi = uint64(word(parts[3], col))
@@ -183,10 +205,10 @@ func (c *GPTQ) decode(d Dims, r0, r1 uint64, parts [][]byte, vals, steps []float
 			s := floatAt(sd, scales, gi*nr+o)
 			v := roundTo(sd, float32(q-zeroAt(gi, o))*s)
 			if vals != nil {
-				vals[row+col] = v
+				vals[row+col-lo] = v
 			}
 			if steps != nil {
-				steps[row+col] = affineStep(s, v, sd)
+				steps[row+col-lo] = affineStep(s, v, sd)
 			}
 		}
 	}

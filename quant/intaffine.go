@@ -46,15 +46,21 @@ var ErrIndex = errors.New("group index out of range")
 // (compressed-tensors' "g_idx is None or -1 in g_idx").
 func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
 	columnOrder = true
+	b = b[:4*cols]
+	var want, left uint64 = 0, group // c/group, counted: no division a column
 	for c := range cols {
-		g := int32(word(b, c))
+		g := int32(binary.LittleEndian.Uint32(b[4*c:]))
 		if g == -1 && minusOne {
 			return true, nil
 		}
 		if g < 0 || uint64(g) >= groups {
 			return false, fmt.Errorf("%s: g_idx[%d] = %d, not a group of %d: %w", what, c, g, groups, ErrIndex)
 		}
-		columnOrder = columnOrder && uint64(g) == c/group
+		if left == 0 {
+			want, left = want+1, group
+		}
+		left--
+		columnOrder = columnOrder && uint64(g) == want
 	}
 	return columnOrder, nil
 }
@@ -102,6 +108,9 @@ type affineLUTs struct{ vals, steps [256]float32 }
 // fill fills the first codes entries of the tables asked for, for zero z
 // and scale s of dtype d.
 func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, vals, steps bool) {
+	if codes == 16 && d == tensorfile.F16 && fill16F16(l, z, s, steps) {
+		return
+	}
 	zeroScaleLUT(l.vals[:codes], z, s, d)
 	if steps {
 		for q, v := range l.vals[:codes] {

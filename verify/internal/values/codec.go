@@ -263,11 +263,7 @@ func (dc *decoder) decode(j *job, pb, eb []byte) ([]byte, []byte, error) {
 		mat := d.Rows * d.Cols
 		r0 := j.start % mat / d.Cols
 		r1 := r0 + j.n/d.Cols
-		parts, raw := dc.parts[side][:0], out[side]
-		for _, n := range j.fills[side].parts {
-			parts, raw = append(parts, raw[:n]), raw[n:]
-		}
-		dc.parts[side] = parts
+		parts := dc.split(j, side, out[side])
 		if uint64(cap(dc.values[side])) < j.n {
 			dc.values[side] = make([]float32, j.n)
 		}
@@ -288,6 +284,17 @@ func (dc *decoder) decode(j *job, pb, eb []byte) ([]byte, []byte, error) {
 		out[side] = f32Bytes(vals)
 	}
 	return out[0], out[1], nil
+}
+
+// split cuts a codec side's filled bytes into its parts, as the codec
+// takes them.
+func (dc *decoder) split(j *job, side int, raw []byte) [][]byte {
+	parts := dc.parts[side][:0]
+	for _, n := range j.fills[side].parts {
+		parts, raw = append(parts, raw[:n]), raw[n:]
+	}
+	dc.parts[side] = parts
+	return parts
 }
 
 // f32Bytes is vals as the little-endian F32 bytes the kernels read, in

@@ -65,7 +65,14 @@ var kernelChoice = kernelsAuto
 type kernel struct {
 	st     laneState
 	pf, ef [chunkElems]float64 // a chunk's decoded values, where needed
-	cmax   [][lanes]float64    // each chunk's largest |d|, by lane
+	cmax   [][lanes]float64    // each chunk's largest |d|, by lane, of the last add
+
+	// The block under way (see begin).
+	r          partial
+	b          block
+	mode       kernelMode
+	base, done uint64 // the block's first element; its elements added so far
+	p0, e0     uint64 // the first element's bytes, repeated
 }
 
 // A block is what compare works on: the bytes of both sides, and how to
@@ -84,8 +91,8 @@ type block struct {
 // compare computes the statistics of one block: elements [base, base+n)
 // whose bytes are p and e.
 func (k *kernel) compare(pd, ed safetensors.DType, p, e []byte, base, n uint64, tol Tolerance) partial {
-	r := partial{n: n}
 	if !pd.Decodable() { // sub-byte floats of one dtype: bit for bit
+		r := partial{n: n}
 		for i := range p {
 			if p[i] != e[i] {
 				r.mismatches++
@@ -94,29 +101,60 @@ func (k *kernel) compare(pd, ed safetensors.DType, p, e []byte, base, n uint64, 
 		r.bitDiff = r.mismatches > 0
 		return r
 	}
-	r.bitDiff = pd != ed || !bytes.Equal(p, e)
 	if n == 0 {
-		return r
+		return partial{n: n, bitDiff: pd != ed || !bytes.Equal(p, e)}
 	}
-	b := block{pd: pd, ed: ed, p: p, e: e, psz: uint64(pd.Bits() / 8), esz: uint64(ed.Bits() / 8), vl: uint64(pd.Lanes())}
-	mode := kernelChoice
-	// The fused loops read elements as host words in place.
-	if littleEndian && aligned(p, b.psz) && aligned(e, b.esz) {
-		b.portable = portableKernel(pd, ed)
+	k.begin(pd, ed, base, n, tol)
+	k.add(p, e)
+	intExact := pd.IsInteger() && ed.IsInteger() && tol == (Tolerance{})
+	r := k.end(!intExact)
+	if intExact {
+		r.mismatches += intMismatches(pd, ed, p, e, n)
 	}
-	b.fused = b.portable != nil
-	if mode == kernelsAuto {
-		b.vector, b.vectorVals = vectorKernel(pd, ed), vectorValuesKernel()
-	}
+	return r
+}
 
+// begin starts the statistics of a block of n > 0 decodable elements from
+// base; add then takes its elements in order, and end returns them. Taken
+// in pieces or whole, each lane adds the same elements in the same order:
+// the numbers are the same.
+func (k *kernel) begin(pd, ed safetensors.DType, base, n uint64, tol Tolerance) {
+	k.r = partial{n: n, bitDiff: pd != ed}
+	k.b = block{pd: pd, ed: ed, psz: uint64(pd.Bits() / 8), esz: uint64(ed.Bits() / 8), vl: uint64(pd.Lanes())}
+	k.base, k.done = base, 0
+	k.mode = kernelChoice
 	st := &k.st
 	*st = laneState{}
 	for l := range lanes {
 		st.atol[l], st.rtol[l] = tol.Atol, tol.Rtol
 	}
-	r.pFirst, r.eFirst, r.hasFirst = decodeAt(pd, p, 0), decodeAt(ed, e, 0), true
-	p0, e0 := repeatBytes(p[:b.psz]), repeatBytes(e[:b.esz])
+}
 
+// add takes the block's next elements, whose bytes are p and e: a
+// multiple of chunkElems values unless they are the block's last.
+func (k *kernel) add(p, e []byte) {
+	b, r := &k.b, &k.r
+	n := uint64(len(p)) / b.psz
+	if n == 0 {
+		return
+	}
+	r.bitDiff = r.bitDiff || !bytes.Equal(p, e)
+	b.p, b.e = p, e
+	b.portable, b.vector, b.vectorVals = nil, nil, nil
+	// The fused loops read elements as host words in place.
+	if littleEndian && aligned(p, b.psz) && aligned(e, b.esz) {
+		b.portable = portableKernel(b.pd, b.ed)
+	}
+	b.fused = b.portable != nil
+	if k.mode == kernelsAuto {
+		b.vector, b.vectorVals = vectorKernel(b.pd, b.ed), vectorValuesKernel()
+	}
+	if k.done == 0 {
+		r.pFirst, r.eFirst, r.hasFirst = decodeAt(b.pd, p, 0), decodeAt(b.ed, e, 0), true
+		k.p0, k.e0 = repeatBytes(p[:b.psz]), repeatBytes(e[:b.esz])
+	}
+	st := &k.st
+	base := k.base + k.done
 	k.cmax = k.cmax[:0]
 	values := n * b.vl
 	for off := uint64(0); off < values; off += chunkElems {
@@ -124,33 +162,37 @@ func (k *kernel) compare(pd, ed safetensors.DType, p, e []byte, base, n uint64, 
 		// Whether a side varies: any element's bytes other than the
 		// first's (a -0 among zeros counts; it changes no verdict).
 		i, j := off/b.vl, (off+m)/b.vl
-		r.pVaries = r.pVaries || differs(p[i*b.psz:j*b.psz], p0)
-		r.eVaries = r.eVaries || differs(e[i*b.esz:j*b.esz], e0)
+		r.pVaries = r.pVaries || differs(p[i*b.psz:j*b.psz], k.p0)
+		r.eVaries = r.eVaries || differs(e[i*b.esz:j*b.esz], k.e0)
 		saved := *st
 		st.max = [lanes]float64{-1, -1, -1, -1}
-		if mode != kernelsReference {
-			k.fast(&b, off, m)
+		if k.mode != kernelsReference {
+			k.fast(b, off, m)
 		}
-		if mode == kernelsReference || !finiteLanes(&st.sum[0]) {
+		if k.mode == kernelsReference || !finiteLanes(&st.sum[0]) {
 			*st = saved
 			st.max = [lanes]float64{-1, -1, -1, -1}
-			k.slowChunk(&r, &b, off, m, base)
+			k.slowChunk(r, b, off, m, base)
 		}
 		k.cmax = append(k.cmax, st.max)
 	}
+	k.locateMax(r, b, base)
+	k.done += n
+}
 
+// end returns the block's statistics; countOut adds the elements outside
+// the tolerance to its mismatches.
+func (k *kernel) end(countOut bool) partial {
+	r, st := k.r, &k.st
 	s := &st.sum
 	r.sumAbs = (s[0][0] + s[0][1]) + (s[0][2] + s[0][3])
 	r.sumD2 = (s[1][0] + s[1][1]) + (s[1][2] + s[1][3])
 	r.sumP2 = (s[2][0] + s[2][1]) + (s[2][2] + s[2][3])
 	r.sumE2 = (s[3][0] + s[3][1]) + (s[3][2] + s[3][3])
 	r.sumPE = (s[4][0] + s[4][1]) + (s[4][2] + s[4][3])
-	if pd.IsInteger() && ed.IsInteger() && tol == (Tolerance{}) {
-		r.mismatches += intMismatches(pd, ed, p, e, n)
-	} else {
+	if countOut {
 		r.mismatches += st.out[0] + st.out[1] + st.out[2] + st.out[3]
 	}
-	k.locateMax(&r, &b, base)
 	return r
 }
 
@@ -215,15 +257,16 @@ func (k *kernel) slowChunk(r *partial, b *block, off, m, base uint64) {
 }
 
 // locateMax sets the block's largest |d| and the first element that has
-// it: the first chunk whose lanes reached it, and there the lowest index in
-// the lanes that did.
+// it, when the elements just added (b's, from base) hold a larger one than
+// those before: the first chunk whose lanes reached it, and there the
+// lowest index in the lanes that did.
 func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 	best := -1.0
 	for _, c := range k.cmax {
 		best = max(best, c[0], c[1], c[2], c[3])
 	}
-	if best < 0 {
-		return // no finite pair
+	if best < 0 || (r.hasMax && best <= r.maxAbs) {
+		return // no finite pair, or none beyond the largest before
 	}
 	for c, lm := range k.cmax {
 		if max(lm[0], lm[1], lm[2], lm[3]) != best {

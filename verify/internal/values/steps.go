@@ -212,21 +212,40 @@ func decodeFloat32(d safetensors.DType, src []byte, dst []float32) {
 const maxSkip = 1 - 1.0/(1<<40)
 
 func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
+	var o oneSideSteps
+	o.begin()
+	o.add(pv, ev, steps)
+	o.end(sp, start)
+}
+
+// oneSideSteps is measureOneSide in pieces: begin, add the block's
+// elements in order (a multiple of 4 at a time, but for the last), end.
+type oneSideSteps struct {
+	p2, s2  [lanes]float64 // by lane, as measureVector adds them
+	best    float64        // -1: no finite pair yet
+	bestAt  uint64
+	outside uint64
+	done    uint64 // elements added
+}
+
+func (o *oneSideSteps) begin() { *o = oneSideSteps{best: -1} }
+
+// add measures the block's next len(pv) elements.
+func (o *oneSideSteps) add(pv, ev, steps []float32) {
 	ev, steps = ev[:len(pv)], steps[:len(pv)]
-	var p2, s2 [lanes]float64 // by lane, as measureVector adds them
-	best := -1.0              // no finite pair yet
+	best := o.best
 	for i, a := range pv {
 		b, s := ev[i], float64(steps[i])
-		s2[i&3] += s * s
+		o.s2[i&3] += s * s
 		if a-a != 0 || b-b != 0 { // NaN or ±Inf
 			continue
 		}
 		fa := float64(a)
-		p2[i&3] += fa * fa
+		o.p2[i&3] += fa * fa
 		dlt := math.Abs(float64(b) - fa)
 		half := s / 2
 		if dlt > (1+StepMargin)*half {
-			sp.outside++
+			o.outside++
 		}
 		if best >= 0 && dlt < best*half*maxSkip {
 			continue
@@ -236,12 +255,22 @@ func measureOneSide(sp *stepPartial, pv, ev, steps []float32, start uint64) {
 			r = 0
 		}
 		if r > best {
-			best, sp.maxIdx = r, start+uint64(i)
+			best, o.bestAt = r, o.done+uint64(i)
 		}
 	}
-	sp.sumP2 += (p2[0] + p2[1]) + (p2[2] + p2[3])
-	sp.sumStep2 += (s2[0] + s2[1]) + (s2[2] + s2[3])
-	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
+	o.best = best
+	o.done += uint64(len(pv))
+}
+
+// end adds the block's measures, its first element start, to sp.
+func (o *oneSideSteps) end(sp *stepPartial, start uint64) {
+	sp.outside += o.outside
+	sp.sumP2 += (o.p2[0] + o.p2[1]) + (o.p2[2] + o.p2[3])
+	sp.sumStep2 += (o.s2[0] + o.s2[1]) + (o.s2[2] + o.s2[3])
+	sp.maxRatio, sp.hasMax = max(o.best, 0), o.best >= 0
+	if sp.hasMax {
+		sp.maxIdx = start + o.bestAt
+	}
 }
 
 func measureBothSides(sp *stepPartial, pv, ev, ps, es []float32, start uint64) {

@@ -21,6 +21,16 @@ func vectorStepLoop(p, e safetensors.DType) stepLoop {
 	return nil
 }
 
+// leanStepLoop returns the AVX2 step loop that leaves Σp² (and the finite
+// count) to the comparison's kernel, or nil.
+func leanStepLoop(p, e safetensors.DType) stepLoop {
+	if vectorStepLoop(p, e) == nil || p != safetensors.BF16 || e != safetensors.F32 {
+		return nil
+	}
+	return stepsBF16F32LeanAVX2
+}
+
+func stepsBF16F32LeanAVX2(p, e, s *byte, n int, st *stepLanes)
 func stepsF32F32AVX2(p, e, s *byte, n int, st *stepLanes)
 func stepsBF16F32AVX2(p, e, s *byte, n int, st *stepLanes)
 func stepsF32BF16AVX2(p, e, s *byte, n int, st *stepLanes)

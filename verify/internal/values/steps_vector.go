@@ -34,6 +34,36 @@ type stepLoop func(p, e, s *byte, n int, st *stepLanes)
 // measureVector is measureOneSide over the kernels' bytes (pd, ed BF16 or
 // F32) through loop.
 func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byte, ed safetensors.DType, e []byte, steps []float32, start uint64) {
+	var v vectorSteps
+	v.begin(loop, pd, ed, false)
+	v.add(p, e, steps)
+	v.end(sp, start)
+}
+
+// vectorSteps is measureVector in pieces: begin, add the block's elements
+// in order (a multiple of 4 at a time, but for the last), end. Each lane
+// adds the same elements in the same order as one call would.
+type vectorSteps struct {
+	st     stepLanes
+	loop   stepLoop
+	pd, ed safetensors.DType
+	best   float64 // the largest ratio so far (-1: no finite pair)
+	bestAt int
+	done   int  // elements added
+	lean   bool // loop counts no finite pairs (see leanStepLoop)
+}
+
+func (v *vectorSteps) begin(loop stepLoop, pd, ed safetensors.DType, lean bool) {
+	*v = vectorSteps{loop: loop, pd: pd, ed: ed, best: -1, lean: lean}
+	for l := range lanes {
+		v.st.k[l], v.st.skip[l], v.st.half[l] = 1+StepMargin, maxSkip, 0.5
+	}
+}
+
+// add measures the block's next len(steps) elements, whose bytes are p
+// and e.
+func (v *vectorSteps) add(p, e []byte, steps []float32) {
+	pd, ed, st := v.pd, v.ed, &v.st
 	n := len(steps)
 	psz, esz := pd.Bits()/8, ed.Bits()/8
 	p, e = p[:n*psz], e[:n*esz]
@@ -56,20 +86,15 @@ func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byt
 		}
 		return dlt / (float64(steps[i]) / 2), true
 	}
-	var st stepLanes
-	for l := range lanes {
-		st.k[l], st.skip[l], st.half[l] = 1+StepMargin, maxSkip, 0.5
-	}
-	best, bestAt := -1.0, 0
 	for c0 := 0; c0 < n; c0 += stepChunk {
 		c1 := min(c0+stepChunk, n)
 		m := (c1 - c0) &^ 3
 		// Lanes start at the largest ratio so far: only an element that
 		// beats it divides.
-		r0 := max(best, 0)
+		r0 := max(v.best, 0)
 		st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
 		if m > 0 {
-			loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, &st)
+			v.loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, st)
 		}
 		cmax := max(max(st.rmax[0], st.rmax[1]), max(st.rmax[2], st.rmax[3]))
 		fin := st.fin[0] + st.fin[1] + st.fin[2] + st.fin[3]
@@ -88,21 +113,27 @@ func measureVector(sp *stepPartial, loop stepLoop, pd safetensors.DType, p []byt
 			r, _ := ratio(i)
 			cmax = max(cmax, r)
 		}
-		if fin == 0 || (best >= 0 && cmax <= best) {
+		if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
 			continue
 		}
 		for i := c0; i < c1; i++ {
 			if r, ok := ratio(i); ok && r == cmax {
-				best, bestAt = r, i
+				v.best, v.bestAt = r, v.done+i
 				break
 			}
 		}
 	}
+	v.done += n
+}
+
+// end adds the block's measures, its first element start, to sp.
+func (v *vectorSteps) end(sp *stepPartial, start uint64) {
+	st := &v.st
 	sp.outside += st.out[0] + st.out[1] + st.out[2] + st.out[3]
 	sp.sumP2 += (st.p2[0] + st.p2[1]) + (st.p2[2] + st.p2[3])
 	sp.sumStep2 += (st.s2[0] + st.s2[1]) + (st.s2[2] + st.s2[3])
-	sp.maxRatio, sp.hasMax = max(best, 0), best >= 0
+	sp.maxRatio, sp.hasMax = max(v.best, 0), v.best >= 0
 	if sp.hasMax {
-		sp.maxIdx = start + uint64(bestAt)
+		sp.maxIdx = start + uint64(v.bestAt)
 	}
 }

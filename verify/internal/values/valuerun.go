@@ -32,6 +32,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 	decoders := make([]decoder, workers)
 	stepBufs := make([]stepBuffers, workers)
 	colBufs := make([]columnBuffers, workers)
+	subBufs := make([]subBuffers, workers)
 	var fixMu sync.Mutex
 	var fixups []*Pair
 	consume := func(full bool) func(w int, j *job, pb, eb []byte) error {
@@ -41,10 +42,26 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 			read.Add(raw)
 			pd, ed := p.Published.DType, p.Exported.DType
 			var exact bool
+			var part *partial
 			if p.codec {
 				// Equal encodings with equal bytes need no decoding; else
 				// a codec side is the F32 tensor it decodes to.
-				if exact = !full && p.fast && bytes.Equal(pb, eb); !exact {
+				exact = !full && p.fast && bytes.Equal(pb, eb)
+				if side := p.subChunkSide(); !exact && subChunking && side >= 0 && j.n > 0 {
+					res, err := subBufs[w].run(j, side, &kernels[w], &decoders[w], pb, eb, full)
+					if err != nil {
+						return err
+					}
+					if res.hasSteps {
+						p.recordSteps(j.block, res.steps)
+					}
+					if exact = res.exact; !exact {
+						part = &res.part
+						if !res.rounds {
+							p.rounding.Store(false)
+						}
+					}
+				} else if !exact {
 					var err error
 					if pb, eb, err = decoders[w].decode(j, pb, eb); err != nil {
 						return err
@@ -65,9 +82,12 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 			if p.Columns && !full {
 				colBufs[w].measure(j, pd, ed, pb, eb)
 			}
-			if exact {
+			switch {
+			case exact:
 				p.record(j.block, nil)
-			} else {
+			case part != nil:
+				p.record(j.block, part)
+			default:
 				part := kernels[w].compare(pd, ed, pb, eb, j.start, j.n, p.Tolerance)
 				p.record(j.block, &part)
 				if p.rounding.Load() && !roundsTo(pd, pb, eb) {

@@ -1,0 +1,151 @@
+//go:build amd64 && !purego
+
+package quant
+
+import "sync"
+
+// The AVX2 loops of vector_amd64.s, for the decoders that dominate a value
+// comparison of a quantized export: they write the bits the Go loops
+// write. The CPU is asked once, at the first decode that could use them.
+var hasAVX2 = sync.OnceValue(func() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	const osxsave, avx = 1 << 27, 1 << 28
+	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 { // XMM and YMM state enabled
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	return b7&(1<<5) != 0
+})
+
+func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+
+func xgetbv() (lo uint32)
+
+// e4m3ScaledAVX2 writes t[b]·s of n (a multiple of 8) E4M3 codes into
+// dst and, unless steps is nil, e4m3Steps[b]·|s| into steps; nan is the
+// table's NaN. s must not be a NaN (two NaNs' product is the Go loop's).
+//
+//go:noescape
+func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint32)
+
+// q8BlocksAVX2 writes int8(q)·d of n Q8_0 blocks' codes, from src, into
+// dst and, unless steps is nil, their steps (see stepsQ8_0) into steps;
+// ds holds each block's d.
+//
+//go:noescape
+func q8BlocksAVX2(dst, steps *float32, src *byte, ds *float32, n int)
+
+// unpack4StridedAVX2 writes the eight 4-bit codes of each of n words,
+// stride bytes apart from qw, low first, through luts.vals into vals and,
+// unless steps is nil, through luts.steps into steps.
+//
+//go:noescape
+func unpack4StridedAVX2(vals, steps *float32, qw *byte, stride, n uintptr, luts *affineLUTs)
+
+// unpack4Strided is the vector part of unpacking n 4-bit words, stride
+// bytes apart from qw, into vals and steps (each unless nil) from at
+// through luts: how many words it did (the rest is the caller's).
+func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint64, luts *affineLUTs) uint64 {
+	if vals == nil || !hasAVX2() {
+		return 0
+	}
+	out := 8 * n
+	_ = qw[(n-1)*stride+3] // the last word
+	v := vals[at : at+out]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[at : at+out][0]
+	}
+	unpack4StridedAVX2(&v[0], sp, &qw[0], uintptr(stride), uintptr(n), luts)
+	return n
+}
+
+// e4m3Scaled is the vector part of e4m3 decoding: how many of codes it
+// wrote (the rest is the caller's).
+func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int {
+	n := len(codes) &^ 7
+	if n == 0 || s != s || !hasAVX2() {
+		return 0
+	}
+	dst = dst[:n]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:n][0]
+	}
+	e4m3ScaledAVX2(&dst[0], sp, &codes[0], n, s, 0x7FC00000)
+	return n
+}
+
+// q8Scaled decodes the Q8_0 blocks of src into y and, unless steps is
+// nil, their steps; false when it cannot (the caller's loops then do).
+func q8Scaled(src []byte, y, steps []float32) bool {
+	blocks := len(src) / 34
+	if blocks == 0 || !hasAVX2() {
+		return false
+	}
+	src, y = src[:34*blocks], y[:32*blocks]
+	if steps != nil {
+		steps = steps[:32*blocks]
+	}
+	var ds [64]float32 // the blocks' scales, a batch at a time
+	for i := 0; i < blocks; i += len(ds) {
+		n := min(len(ds), blocks-i)
+		for k := range n {
+			ds[k] = f16At(src[34*(i+k):])
+		}
+		var sp *float32
+		if steps != nil {
+			sp = &steps[32*i]
+		}
+		q8BlocksAVX2(&y[32*i], sp, &src[34*i], &ds[0], n)
+	}
+	return true
+}
+
+// q4kAVX2 writes a Q4_K block's 256 values from its 128 code bytes and
+// each sub-block's d·sc and dmin·m: (d·sc)·q − dmin·m, each rounded; and,
+// unless steps is nil, each sub-block's step sv[j] into its 32 steps.
+//
+//go:noescape
+func q4kAVX2(y, steps *float32, qs *byte, dm *[16]float32, sv *[8]float32)
+
+// q4kScaled decodes a Q4_K block's values into y and, unless steps is nil,
+// their steps (stepsQ4K's, from the block b); false when it cannot (the
+// caller's loops then do).
+func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool {
+	if !hasAVX2() {
+		return false
+	}
+	qs, y = qs[:128], y[:256]
+	var sv [8]float32
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:256][0]
+		d := f16At(b)
+		for j := range 8 {
+			sc, _ := scaleMinK4(j, b[4:16])
+			sv[j] = step(d*float32(sc), 15)
+		}
+	}
+	q4kAVX2(&y[0], sp, &qs[0], dm, &sv)
+	return true
+}
+
+// fill16F16AVX2 fills the 16 entries of a 4-bit group's tables for zero
+// z and F16 scale s: round_F16((q − z)·s) and, unless !steps, its step
+// (affineStep), where every product rounds to a normal F16 or zero (the
+// bits' way of roundF16); false when one does not, the tables then
+// unfilled.
+//
+//go:noescape
+func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
+
+// fill16F16 is fill for 16 codes and an F16 scale; false when the
+// caller's loops must do it.
+func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool {
+	return hasAVX2() && fill16F16AVX2(l, z, s, steps)
+}

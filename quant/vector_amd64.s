@@ -1,0 +1,341 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// BCAST broadcasts the 32-bit constant c into register y.
+#define BCAST(c, y) \
+	MOVL c, AX \
+	MOVD AX, X0 \
+	VPBROADCASTD X0, y
+
+// func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint32)
+// Eight codes an iteration: the value's bits are built from the code
+// (sign, exponent and mantissa moved to float32's places, a subnormal
+// landing on float32's subnormals) and multiplied by 2^120, exactly t[b];
+// the NaN code takes the table's NaN; then × s. The step is
+// 2^(max(e, 1) − 10), built as bits, × |s|.
+TEXT ·e4m3ScaledAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ codes+16(FP), SI
+	MOVQ n+24(FP), CX
+	VBROADCASTSS s+32(FP), Y15
+	MOVL nan+36(FP), AX
+	MOVD AX, X0
+	VPBROADCASTD X0, Y14
+	BCAST($0x7F, Y13)
+	BCAST($0x80, Y12)
+	BCAST($0x7B800000, Y11)
+	BCAST($0xF, Y10)
+	BCAST($1, Y9)
+	BCAST($117, Y8)
+	BCAST($0x7FFFFFFF, Y7)
+	VANDPS Y7, Y15, Y7
+	SHRQ $3, CX
+	JZ done
+	TESTQ R8, R8
+	JZ vals
+loop:
+	VPMOVZXBD (SI), Y1
+	VPAND Y13, Y1, Y2
+	VPCMPEQD Y13, Y2, Y3
+	VPSLLD $20, Y2, Y4
+	VPAND Y12, Y1, Y5
+	VPSLLD $24, Y5, Y5
+	VPOR Y5, Y4, Y4
+	VMULPS Y11, Y4, Y4
+	VBLENDVPS Y3, Y14, Y4, Y4
+	VMULPS Y15, Y4, Y4
+	VMOVUPS Y4, (DI)
+	VPSRLD $3, Y2, Y6
+	VPMAXSD Y9, Y6, Y6
+	VPADDD Y8, Y6, Y6
+	VPSLLD $23, Y6, Y6
+	VMULPS Y7, Y6, Y6
+	VMOVUPS Y6, (R8)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+vals:
+	VPMOVZXBD (SI), Y1
+	VPAND Y13, Y1, Y2
+	VPCMPEQD Y13, Y2, Y3
+	VPSLLD $20, Y2, Y4
+	VPAND Y12, Y1, Y5
+	VPSLLD $24, Y5, Y5
+	VPOR Y5, Y4, Y4
+	VMULPS Y11, Y4, Y4
+	VBLENDVPS Y3, Y14, Y4, Y4
+	VMULPS Y15, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ vals
+	VZEROUPPER
+done:
+	RET
+
+// func q8BlocksAVX2(dst, steps *float32, src *byte, ds *float32, n int)
+// n Q8_0 blocks of 34 bytes, each's scale d already in ds, four times
+// eight codes a block: q·d; the step |d| + ((2|q|)·|d|)·2⁻¹¹, each product
+// rounded, as stepsQ8_0 adds them.
+TEXT ·q8BlocksAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ ds+24(FP), DX
+	MOVQ n+32(FP), R9
+	BCAST($0x7FFFFFFF, Y12)
+	BCAST($0x3A000000, Y13)
+	TESTQ R9, R9
+	JZ q8done
+q8block:
+	VBROADCASTSS (DX), Y15
+	VANDPS Y12, Y15, Y14
+	MOVQ $4, CX
+	LEAQ 2(SI), R10
+q8loop:
+	VPMOVSXBD (R10), Y1
+	VCVTDQ2PS Y1, Y2
+	VMULPS Y15, Y2, Y2
+	VMOVUPS Y2, (DI)
+	TESTQ R8, R8
+	JZ q8next
+	VPABSD Y1, Y3
+	VPADDD Y3, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y14, Y3, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y14, Y3
+	VMOVUPS Y3, (R8)
+	ADDQ $32, R8
+q8next:
+	ADDQ $8, R10
+	ADDQ $32, DI
+	DECQ CX
+	JNZ q8loop
+	ADDQ $34, SI
+	ADDQ $4, DX
+	DECQ R9
+	JNZ q8block
+	VZEROUPPER
+q8done:
+	RET
+
+// func unpack4StridedAVX2(vals, steps *float32, qw *byte, stride, n uintptr, luts *affineLUTs)
+// A word an iteration: its eight nibbles, shifted into their lanes, pick
+// from the table's first eight entries and its second eight (VPERMPS
+// takes the low three bits), the nibble's bit 3 choosing between them.
+TEXT ·unpack4StridedAVX2(SB), NOSPLIT, $0-48
+	MOVQ vals+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ qw+16(FP), SI
+	MOVQ stride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ luts+40(FP), DX
+	VMOVUPS 0(DX), Y8
+	VMOVUPS 32(DX), Y9
+	VMOVUPS 1024(DX), Y10
+	VMOVUPS 1056(DX), Y11
+	MOVL $0x1C181410, AX
+	MOVD AX, X0
+	MOVL $0x0C080400, AX
+	MOVD AX, X1
+	VPUNPCKLDQ X0, X1, X0
+	VPMOVZXBD X0, Y12
+	BCAST($0xF, Y13)
+	TESTQ CX, CX
+	JZ u4done
+	TESTQ R8, R8
+	JZ u4vals
+u4loop:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	VPERMPS Y10, Y1, Y3
+	VPERMPS Y11, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (R8)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ u4loop
+	VZEROUPPER
+	RET
+u4vals:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ u4vals
+	VZEROUPPER
+u4done:
+	RET
+
+// func q4kAVX2(y, steps *float32, qs *byte, dm *[16]float32, sv *[8]float32)
+// Four pairs of sub-blocks, eight code bytes at a time: the low nibbles
+// are the first sub-block's values, the high ones the second's; then each
+// sub-block's step, broadcast into its 32 steps.
+TEXT ·q4kAVX2(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ qs+16(FP), SI
+	MOVQ dm+24(FP), DX
+	MOVQ sv+32(FP), R9
+	BCAST($0xF, Y14)
+	MOVQ $4, CX
+q4pair:
+	VBROADCASTSS 0(DX), Y10
+	VBROADCASTSS 4(DX), Y11
+	VBROADCASTSS 8(DX), Y12
+	VBROADCASTSS 12(DX), Y13
+	MOVQ $4, BX
+q4oct:
+	VPMOVZXBD (SI), Y1
+	VPAND Y14, Y1, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS Y10, Y2, Y2
+	VSUBPS Y11, Y2, Y2
+	VMOVUPS Y2, (DI)
+	VPSRLD $4, Y1, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y12, Y3, Y3
+	VSUBPS Y13, Y3, Y3
+	VMOVUPS Y3, 128(DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ q4oct
+	ADDQ $128, DI
+	ADDQ $16, DX
+	TESTQ R8, R8
+	JZ q4next
+	VBROADCASTSS 0(R9), Y4
+	VBROADCASTSS 4(R9), Y5
+	VMOVUPS Y4, 0(R8)
+	VMOVUPS Y4, 32(R8)
+	VMOVUPS Y4, 64(R8)
+	VMOVUPS Y4, 96(R8)
+	VMOVUPS Y5, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y5, 192(R8)
+	VMOVUPS Y5, 224(R8)
+	ADDQ $256, R8
+	ADDQ $8, R9
+q4next:
+	DECQ CX
+	JNZ q4pair
+	VZEROUPPER
+	RET
+
+// F16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
+// F16 by their bits into Y2, and ANDs into Y9 the lanes whose product
+// is zero or rounds to a normal F16. Uses Y3 to Y6.
+#define F16LANES \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	VANDPS Y14, Y2, Y3 \
+	VPCMPEQD Y0, Y3, Y4 \
+	VPCMPGTD Y13, Y3, Y5 \
+	VPCMPGTD Y12, Y3, Y6 \
+	VPANDN Y5, Y6, Y5 \
+	VPOR Y5, Y4, Y4 \
+	VPAND Y4, Y9, Y9 \
+	VPSRLD $13, Y2, Y3 \
+	VPAND Y11, Y3, Y3 \
+	VPADDD Y10, Y3, Y3 \
+	VPADDD Y3, Y2, Y2 \
+	VPAND Y8, Y2, Y2
+
+// func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
+TEXT ·fill16F16AVX2(SB), NOSPLIT, $0-25
+	MOVQ l+0(FP), DI
+	MOVL z+8(FP), AX
+	MOVD AX, X0
+	VPBROADCASTD X0, Y7
+	VBROADCASTSS s+12(FP), Y15
+	BCAST($0x7FFFFFFF, Y14)
+	BCAST($0x387FFFFF, Y13)
+	BCAST($0x477FEFFF, Y12)
+	BCAST($1, Y11)
+	BCAST($0xFFF, Y10)
+	BCAST($0xFFFFE000, Y8)
+	VPCMPEQD Y9, Y9, Y9
+	// the codes 0..7 and 8..15, z taken off
+	MOVQ $0x0706050403020100, AX
+	MOVQ AX, X0
+	VPMOVZXBD X0, Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	F16LANES
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS Y2, Y6
+	MOVQ $0x0F0E0D0C0B0A0908, AX
+	MOVQ AX, X0
+	VPMOVZXBD X0, Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y6, Y7
+	F16LANES
+	VMOVUPS Y2, 32(DI)
+	VMOVMSKPS Y9, AX
+	CMPL AX, $0xFF
+	JNE f16fail
+	MOVB steps+16(FP), AX
+	TESTB AL, AL
+	JZ f16ok
+	// steps: |s| + 2⁻¹⁰·|v|
+	VANDPS Y14, Y15, Y15
+	BCAST($0x3A800000, Y13)
+	VANDPS Y14, Y7, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y15, Y3
+	VMOVUPS Y3, 1024(DI)
+	VANDPS Y14, Y2, Y3
+	VMULPS Y13, Y3, Y3
+	VADDPS Y3, Y15, Y3
+	VMOVUPS Y3, 1056(DI)
+f16ok:
+	MOVB $1, ret+24(FP)
+	VZEROUPPER
+	RET
+f16fail:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (lo uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, lo+0(FP)
+	RET

@@ -1,0 +1,20 @@
+//go:build !amd64 || purego
+
+package quant
+
+// Without the vector loops the Go loops do all the work.
+
+func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int { return 0 }
+
+func q8Scaled(b []byte, y, steps []float32) bool { return false }
+
+func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint64, luts *affineLUTs) uint64 {
+	return 0
+}
+
+func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool { return false }
+
+func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool { return false }
+
+// hasAVX2 is false: the tests that compare the loops call it.
+var hasAVX2 = func() bool { return false }

@@ -1,0 +1,161 @@
+package values
+
+import (
+	"fmt"
+
+	"github.com/ckptcheck/ckptcheck/quant"
+	"github.com/ckptcheck/ckptcheck/safetensors"
+)
+
+// The sub-chunked path of a codec pair: a block of a plain side against a
+// codec side whose codec decodes ranges of its rows (a RangeDecoder) is
+// decoded a piece of subChunkElems at a time into small buffers, and each
+// piece goes through the statistics kernel and the step loop while it is
+// in the cache, instead of each making its own pass over the whole block.
+// The kernels take the pieces in order and keep their lanes across them,
+// so the numbers are those of the whole-block path, bit for bit.
+
+// A RangeDecoder decodes a piece of rows [r0, r1) of a weight of d: from
+// the same part bytes Decode takes, values [lo, hi) counted from row r0's
+// first, into dst[:hi-lo], and their steps (as its Steps says them) into
+// steps[:hi-lo] unless steps is nil. lo and hi are multiples of the
+// codec's Tile().Cols (hi may be the rows' end), which divides d.Cols.
+type RangeDecoder interface {
+	DecodeRange(d quant.Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error
+}
+
+// subChunkElems is how many elements a piece holds: both sides' values and
+// the steps of a piece stay in the second-level cache. A multiple of
+// chunkElems (and so of the step loops' 4), so that the kernels' chunks
+// are those of the whole block.
+const subChunkElems = 8 * chunkElems
+
+// subChunking chooses the sub-chunked path where a pair allows it; tests
+// compare it with the whole-block path. Set it only while no Run is under
+// way.
+var subChunking = true
+
+// leanSteps chooses the lean step loop where it exists; tests compare it
+// with the full one.
+var leanSteps = true
+
+// subChunkSide is the codec side of a pair whose blocks may take the
+// sub-chunked path, or -1: one side plain BF16, F16 or F32, the other a
+// RangeDecoder whose tile columns divide its rows and the pieces, with no
+// steps but its own, and no column sums asked.
+func (p *Pair) subChunkSide() int {
+	if p.Columns || (p.Published.Codec == nil) == (p.Exported.Codec == nil) {
+		return -1
+	}
+	side := 0
+	if p.Published.Codec == nil {
+		side = 1
+	}
+	o, plain := [2]*Operand{&p.Published, &p.Exported}[side], [2]*Operand{&p.Published, &p.Exported}[1-side]
+	if _, ok := o.Codec.(RangeDecoder); !ok || o.Steps != nil {
+		return -1
+	}
+	switch plain.DType {
+	case safetensors.BF16, safetensors.F16, safetensors.F32:
+	default:
+		return -1
+	}
+	d, _ := matrixDims(o.Shape)
+	tc := max(o.Codec.Tile().Cols, 1)
+	if d.Cols%tc != 0 || subChunkElems%tc != 0 {
+		return -1
+	}
+	return side
+}
+
+// subBuffers are a worker's buffers for the sub-chunked path.
+type subBuffers struct {
+	vals, steps, plain []float32
+	vector             vectorSteps
+	portable           oneSideSteps
+}
+
+// subResult is what the sub-chunked path found of a block.
+type subResult struct {
+	part     partial
+	steps    stepPartial
+	hasSteps bool
+	exact    bool // every element exact (see exactBlock); part is then not needed
+	rounds   bool // the published side is what the export rounds to (see roundsTo)
+}
+
+// run compares a block of a pair whose codec side is side, a piece at a
+// time: pb and eb are the block's filled bytes.
+func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byte, full bool) (subResult, error) {
+	p := j.pair
+	o := [2]*Operand{&p.Published, &p.Exported}[side]
+	rd := o.Codec.(RangeDecoder)
+	d, _ := matrixDims(o.Shape)
+	mat := d.Rows * d.Cols
+	r0 := j.start % mat / d.Cols
+	r1 := r0 + j.n/d.Cols
+	raw := [2][]byte{pb, eb}
+	parts := dc.split(j, side, raw[side])
+	pd, ed := p.Published.kernelDType(), p.Exported.kernelDType()
+	plainDType := [2]safetensors.DType{pd, ed}[1-side]
+	psz := uint64(plainDType.Bits() / 8)
+	if sb.vals == nil {
+		sb.vals, sb.steps, sb.plain = make([]float32, subChunkElems), make([]float32, subChunkElems), make([]float32, subChunkElems)
+	}
+	res := subResult{hasSteps: p.stepper[side] != nil, exact: !full && fastExact(pd, ed), rounds: p.rounding.Load()}
+	// The lean loop leaves Σp² to the kernel: over the same finite pairs,
+	// in the same lanes and order, it is the same sum.
+	loop, lean := vectorStepLoop(pd, ed), leanStepLoop(pd, ed) != nil && leanSteps
+	if lean {
+		loop = leanStepLoop(pd, ed)
+	}
+	if res.hasSteps {
+		if loop != nil {
+			sb.vector.begin(loop, pd, ed, lean)
+		} else {
+			sb.portable.begin()
+		}
+	}
+	k.begin(pd, ed, j.start, j.n, p.Tolerance)
+	for lo := uint64(0); lo < j.n; lo += subChunkElems {
+		hi := min(lo+subChunkElems, j.n)
+		vals := sb.vals[:hi-lo]
+		var steps []float32
+		if res.hasSteps {
+			steps = sb.steps[:hi-lo]
+		}
+		if err := rd.DecodeRange(d, r0, r1, parts, lo, hi, vals, steps); err != nil {
+			return res, fmt.Errorf("decoding rows [%d, %d) of matrix %d: %w", r0, r1, j.start/mat, err)
+		}
+		var piece [2][]byte
+		piece[side], piece[1-side] = f32Bytes(vals), raw[1-side][lo*psz:hi*psz]
+		switch {
+		case !res.hasSteps:
+		case loop != nil:
+			sb.vector.add(piece[0], piece[1], steps)
+		default:
+			plain := sb.plain[:hi-lo]
+			decodeFloat32(plainDType, piece[1-side], plain)
+			pv, ev := plain, vals
+			if side == 0 {
+				pv, ev = vals, plain
+			}
+			sb.portable.add(pv, ev, steps)
+		}
+		res.exact = res.exact && exactBlock(pd, ed, piece[0], piece[1])
+		res.rounds = res.rounds && roundsTo(pd, piece[0], piece[1])
+		k.add(piece[0], piece[1])
+	}
+	res.part = k.end(true)
+	if res.hasSteps {
+		if loop != nil {
+			sb.vector.end(&res.steps, j.start)
+			if lean {
+				res.steps.sumP2 = res.part.sumP2
+			}
+		} else {
+			sb.portable.end(&res.steps, j.start)
+		}
+	}
+	return res, nil
+}
