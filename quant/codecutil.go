@@ -63,7 +63,7 @@ func floatAt(d tensorfile.DType, b []byte, i uint64) float32 {
 	case tensorfile.F16:
 		return f16Table()[binary.LittleEndian.Uint16(b[2*i:])]
 	case tensorfile.F8_E4M3:
-		return f8Tables[tensorfile.F8_E4M3][b[i]]
+		return f8Tables()[tensorfile.F8_E4M3][b[i]]
 	}
 	return float32(math.NaN())
 }

@@ -43,7 +43,7 @@ func (c *NVFP4) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) erro
 	}
 	n := (r1 - r0) * d.Cols
 	g := floatAt(tensorfile.F32, parts[2], 0)
-	t := f8Tables[tensorfile.F8_E4M3]
+	t := f8Tables()[tensorfile.F8_E4M3]
 	var u float32
 	if c.divide {
 		u = unitRoundoff(tensorfile.BF16)

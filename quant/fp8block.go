@@ -107,7 +107,7 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 	if lo == hi {
 		return nil
 	}
-	t := f8Tables[tensorfile.F8_E4M3]
+	t := f8Tables()[tensorfile.F8_E4M3]
 	sc := ceilDiv(d.Cols, c.cols)
 	data, scales := parts[0], parts[1]
 	b0 := r0 / c.rows

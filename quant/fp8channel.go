@@ -82,7 +82,7 @@ func (c *ChannelFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
 		return err
 	}
-	t, sd := f8Tables[tensorfile.F8_E4M3], c.parts[1].DType
+	t, sd := f8Tables()[tensorfile.F8_E4M3], c.parts[1].DType
 	var lut [256]float32 // every byte's value under the row's scale
 	for r := range r1 - r0 {
 		if r == 0 || !c.perTensor {

@@ -60,7 +60,7 @@ func (c ScaledFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) 
 		return err
 	}
 	scale := math.Float32frombits(binary.LittleEndian.Uint32(parts[1]))
-	t := f8Tables[tensorfile.F8_E4M3]
+	t := f8Tables()[tensorfile.F8_E4M3]
 	for i, b := range parts[0][:n] {
 		dst[i] = t[b] * scale
 	}

@@ -80,7 +80,7 @@ func (c *NVFP4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) err
 		return err
 	}
 	g := floatAt(tensorfile.F32, parts[2], 0)
-	t := f8Tables[tensorfile.F8_E4M3]
+	t := f8Tables()[tensorfile.F8_E4M3]
 	data, scales := parts[0][:n/2], parts[1][:n/16]
 	for k, sb := range scales {
 		out := dst[16*k : 16*k+16 : 16*k+16]

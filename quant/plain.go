@@ -56,7 +56,7 @@ func DecodeFloat64(d tensorfile.DType, src []byte, dst []float64) int {
 			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:]))
 		}
 	case tensorfile.F8_E4M3, tensorfile.F8_E5M2, tensorfile.F8_E4M3FNUZ, tensorfile.F8_E5M2FNUZ, tensorfile.F8_E8M0:
-		t := f8Tables[d]
+		t := f8Tables()[d]
 		for i := range n {
 			dst[i] = float64(t[src[i]])
 		}
@@ -150,7 +150,9 @@ func f16Table() *[1 << 16]float32 {
 func F16ToFloat32(bits uint16) float32 { return f16Table()[bits] }
 
 // f8Tables hold the 256 values of each 8-bit float, indexed by dtype.
-var f8Tables = func() (t [tensorfile.F8_E5M2FNUZ + 1]*[256]float32) {
+// They are built on first use: 1,280 decodes are no work for package init.
+var f8Tables = sync.OnceValue(func() *[tensorfile.F8_E5M2FNUZ + 1]*[256]float32 {
+	t := new([tensorfile.F8_E5M2FNUZ + 1]*[256]float32)
 	for _, d := range []tensorfile.DType{tensorfile.F8_E5M2, tensorfile.F8_E4M3, tensorfile.F8_E4M3FNUZ, tensorfile.F8_E5M2FNUZ, tensorfile.F8_E8M0} {
 		t[d] = new([256]float32)
 	}
@@ -162,7 +164,7 @@ var f8Tables = func() (t [tensorfile.F8_E5M2FNUZ + 1]*[256]float32) {
 		t[tensorfile.F8_E8M0][b] = e8m0(uint8(b))
 	}
 	return t
-}()
+})
 
 // miniFloat decodes an 8-bit float with a sign bit, expBits of exponent and
 // manBits of mantissa, from their specifications:

@@ -18,7 +18,7 @@ var vectorScales = []float32{1, 0.0123, -3.5, 1e-40, -1e-44, 3e38, 0, float32(ma
 // against the table, bit for bit: every code, at every offset of a run,
 // with every scale.
 func TestE4M3Scaled(t *testing.T) {
-	tab := f8Tables[tensorfile.F8_E4M3]
+	tab := f8Tables()[tensorfile.F8_E4M3]
 	codes := make([]byte, 0, 300)
 	for b := range 256 {
 		codes = append(codes, byte(b))

@@ -2,10 +2,19 @@
 
 package values
 
+import "sync"
+
 // The AVX2 loops (kernels_amd64.s) run where the CPU has AVX2 and the
 // operating system saves the 256-bit registers; the F16 ones also need F16C.
 // Building with -tags purego leaves them out.
-var cpuAVX2, cpuF16C = cpuFeatures()
+//
+// The CPU is asked on first use, not at package init: each CPUID is a VM
+// exit, and `ckptcheck --version` compares no values.
+var cpuFeaturesOnce = sync.OnceValues(cpuFeatures)
+
+// cpuAVX2 reports AVX2 with the YMM state enabled; cpuF16C, F16C too.
+func cpuAVX2() bool { a, _ := cpuFeaturesOnce(); return a }
+func cpuF16C() bool { _, f := cpuFeaturesOnce(); return f }
 
 func cpuFeatures() (avx2, f16c bool) {
 	maxLeaf, _, _, _ := cpuid(0, 0)
@@ -28,7 +37,7 @@ func xgetbv() (lo uint32)
 
 // vectorValuesKernel returns the AVX2 loop over decoded values, or nil.
 func vectorValuesKernel() func(p, e *byte, n int, st *laneState) {
-	if !cpuAVX2 {
+	if !cpuAVX2() {
 		return nil
 	}
 	return fusedValuesAVX2

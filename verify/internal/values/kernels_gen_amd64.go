@@ -9,25 +9,25 @@ import "github.com/ckptcheck/ckptcheck/safetensors"
 // vectorKernel returns the AVX2 loop for a pair of dtypes, or nil where
 // the CPU lacks what it needs.
 func vectorKernel(p, e safetensors.DType) func(p, e *byte, n int, st *laneState) {
-	if !cpuAVX2 {
+	if !cpuAVX2() {
 		return nil
 	}
 	switch {
 	case p == safetensors.BF16 && e == safetensors.BF16:
 		return fusedBF16BF16AVX2
-	case p == safetensors.BF16 && e == safetensors.F16 && cpuF16C:
+	case p == safetensors.BF16 && e == safetensors.F16 && cpuF16C():
 		return fusedBF16F16AVX2
 	case p == safetensors.BF16 && e == safetensors.F32:
 		return fusedBF16F32AVX2
-	case p == safetensors.F16 && e == safetensors.BF16 && cpuF16C:
+	case p == safetensors.F16 && e == safetensors.BF16 && cpuF16C():
 		return fusedF16BF16AVX2
-	case p == safetensors.F16 && e == safetensors.F16 && cpuF16C:
+	case p == safetensors.F16 && e == safetensors.F16 && cpuF16C():
 		return fusedF16F16AVX2
-	case p == safetensors.F16 && e == safetensors.F32 && cpuF16C:
+	case p == safetensors.F16 && e == safetensors.F32 && cpuF16C():
 		return fusedF16F32AVX2
 	case p == safetensors.F32 && e == safetensors.BF16:
 		return fusedF32BF16AVX2
-	case p == safetensors.F32 && e == safetensors.F16 && cpuF16C:
+	case p == safetensors.F32 && e == safetensors.F16 && cpuF16C():
 		return fusedF32F16AVX2
 	case p == safetensors.F32 && e == safetensors.F32:
 		return fusedF32F32AVX2

@@ -3,6 +3,8 @@
 package values
 
 import (
+	"sync"
+
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -13,7 +15,7 @@ func dot2(a, x, h, ax []float64) (s, f float64) {
 	n := len(a)
 	x, h, ax = x[:n], h[:n], ax[:n]
 	v := n &^ 15
-	if !cpuAVX2 || v == 0 {
+	if !cpuAVX2() || v == 0 {
 		return dot2Go(a, x, h, ax)
 	}
 	var out [2]float64
@@ -32,7 +34,7 @@ func deltaRowFast(merged, base, half []float64, h halfULPBits, table *[2048]floa
 	n := len(merged)
 	base, half = base[:n], half[:n]
 	v := n &^ 3
-	if !cpuAVX2 || !useBits || v == 0 {
+	if !cpuAVX2() || !useBits || v == 0 {
 		return deltaRow(merged, base, half, h, table, useBits)
 	}
 	var counts [8]uint64
@@ -55,7 +57,7 @@ func deltaAVX2(merged, base, half *float64, n int, minField, precision uint64, c
 func deltaBF16(mb, bb []byte, delta, half []float64, h halfULPBits, table *[2048]float64) (differs, nonfinite uint64, ok bool) {
 	n := len(delta)
 	v := n &^ 3
-	if !cpuAVX2 || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
+	if !cpuAVX2() || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
 		return 0, 0, false
 	}
 	half = half[:n]
@@ -84,7 +86,7 @@ func dot2s(a, h []float64, probes, absProbes [][]float64, diff, floor []float64)
 	n := len(a)
 	v := n &^ 7
 	t := 0
-	if cpuAVX2 && v > 0 {
+	if cpuAVX2() && v > 0 {
 		var out [6]float64
 		for ; t+3 <= len(probes); t += 3 {
 			x, ax := probes[t:t+3], absProbes[t:t+3]
@@ -117,7 +119,7 @@ func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h ha
 	diff, floor []float64, tail *projectScratch) (differs, nonfinite uint64, ok bool) {
 	n := len(probes[0])
 	v := n &^ 3
-	if !cpuAVX2 || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
+	if !cpuAVX2() || v == 0 || len(mb) < 2*n || len(bb) < 2*n {
 		return 0, 0, false
 	}
 	x, ax := probes[:3], absProbes[:3]
@@ -126,7 +128,7 @@ func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h ha
 	}
 	var out [6]float64
 	fused := false
-	if v8 := n &^ 7; useFMA && v8 > 0 && len(scaledAbs) >= 3 {
+	if v8 := n &^ 7; useFMA() && v8 > 0 && len(scaledAbs) >= 3 {
 		sx := scaledAbs[:3]
 		for i := range 3 {
 			_ = sx[i][n-1]
@@ -170,7 +172,7 @@ func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h ha
 func projBF16x3AVX2(merged, base *byte, x0, x1, x2, ax0, ax1, ax2 *float64, n int, minField, precision uint64, out *[6]float64, counts *[8]uint64)
 
 // useFMA turns on projBF16x3FMA: AVX2 and FMA3 (CPUID.1:ECX bit 12).
-var useFMA = cpuAVX2 && hasFMA()
+var useFMA = sync.OnceValue(func() bool { return cpuAVX2() && hasFMA() })
 
 func hasFMA() bool {
 	_, _, c, _ := cpuid(1, 0)

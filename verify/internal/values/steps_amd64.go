@@ -7,7 +7,7 @@ import "github.com/ckptcheck/ckptcheck/safetensors"
 // vectorStepLoop returns the AVX2 step loop for a pair of kernel dtypes,
 // or nil.
 func vectorStepLoop(p, e safetensors.DType) stepLoop {
-	if !cpuAVX2 || kernelChoice != kernelsAuto {
+	if !cpuAVX2() || kernelChoice != kernelsAuto {
 		return nil
 	}
 	switch {

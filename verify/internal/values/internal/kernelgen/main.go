@@ -185,12 +185,12 @@ func declarations() []byte {
 	b.WriteString("//go:build !purego\n\npackage values\n\nimport \"github.com/ckptcheck/ckptcheck/safetensors\"\n\n")
 	b.WriteString("// vectorKernel returns the AVX2 loop for a pair of dtypes, or nil where\n// the CPU lacks what it needs.\n")
 	b.WriteString("func vectorKernel(p, e safetensors.DType) func(p, e *byte, n int, st *laneState) {\n")
-	b.WriteString("\tif !cpuAVX2 {\n\t\treturn nil\n\t}\n\tswitch {\n")
+	b.WriteString("\tif !cpuAVX2() {\n\t\treturn nil\n\t}\n\tswitch {\n")
 	for _, p := range dtypes {
 		for _, e := range dtypes {
 			cond := ""
 			if p.needs != "" || e.needs != "" {
-				cond = " && cpuF16C"
+				cond = " && cpuF16C()"
 			}
 			fmt.Fprintf(&b, "\tcase p == safetensors.%s && e == safetensors.%s%s:\n\t\treturn fused%s%sAVX2\n", p.name, e.name, cond, p.name, e.name)
 		}
