@@ -20,6 +20,7 @@ var e2m1Steps = func() (t [16]float32) {
 
 // Steps writes the step of each value of rows [r0, r1).
 func (c MXFP4) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	e8m0Factors := e8m0FactorsTable()
 	if err := c.Decode(d, r0, r1, parts, dst); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -17,12 +18,13 @@ import (
 // more, and the step is widened by twice that rounding.
 
 // e4m3Steps is the unscaled E4M3 spacing of every byte.
-var e4m3Steps = func() (t [256]float32) {
+var e4m3StepsTable = sync.OnceValue(func() *[256]float32 {
+	t := new([256]float32)
 	for b := range t {
 		t[b] = float32(math.Ldexp(1, max(int(b>>3)&0xF, 1)-10))
 	}
 	return t
-}()
+})
 
 // unitRoundoff is the relative rounding of a float32 product stored in d.
 func unitRoundoff(d tensorfile.DType) float32 {
@@ -40,6 +42,7 @@ func absf(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &
 
 // Steps writes the step of each value of rows [r0, r1).
 func (c ScaledFP8) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	e4m3Steps := e4m3StepsTable()
 	if err := c.Decode(d, r0, r1, parts, dst); err != nil {
 		return err
 	}
@@ -57,6 +60,7 @@ func (c *BlockFP8) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) e
 
 // Steps writes the step of each value of rows [r0, r1).
 func (c *ChannelFP8) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	e4m3Steps := e4m3StepsTable()
 	if err := c.Decode(d, r0, r1, parts, dst); err != nil {
 		return err
 	}

@@ -93,6 +93,7 @@ func (c *BlockFP8) decode(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []fl
 // decodeRange is decode of values [lo, hi) of the rows, into dst and steps
 // from their first.
 func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	e4m3Steps := e4m3StepsTable()
 	var buf [2]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {

@@ -3,6 +3,7 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -107,6 +108,7 @@ func step(d float32, q int) float32 {
 // d = amax/127. step(d, q), with |d| taken once a block and 2|q| from a
 // table.
 func stepsQ8_0(b []byte, y []float32) {
+	twiceAbsInt8 := twiceAbsInt8Table()
 	d := abs32(f16At(b))
 	y = y[:32]
 	for j, q := range b[2:34] {
@@ -115,12 +117,13 @@ func stepsQ8_0(b []byte, y []float32) {
 }
 
 // twiceAbsInt8 is 2|q| of each int8 q by its byte.
-var twiceAbsInt8 = func() (t [256]float32) {
+var twiceAbsInt8Table = sync.OnceValue(func() *[256]float32 {
+	t := new([256]float32)
 	for i := range t {
 		t[i] = 2 * float32(math.Abs(float64(int8(i))))
 	}
 	return t
-}()
+})
 
 // abs32 is |v|, by clearing the sign bit.
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

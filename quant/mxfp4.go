@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -32,12 +33,13 @@ var e2m1Values = [16]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6, float32(math.Copysign(0
 
 // e8m0Factors are 2^(b−127) as float32, b = 255 being +Inf (torch.pow(2,
 // 128) in float32), not the NaN of the OCP encoding.
-var e8m0Factors = func() (t [256]float32) {
+var e8m0FactorsTable = sync.OnceValue(func() *[256]float32 {
+	t := new([256]float32)
 	for b := range 256 {
 		t[b] = float32(math.Ldexp(1, b-127))
 	}
 	return t
-}()
+})
 
 func (MXFP4) String() string { return "MXFP4 (E2M1, E8M0 scale per 32)" }
 func (MXFP4) Parts() []Part  { return mxfp4Parts }
@@ -70,6 +72,7 @@ func (c MXFP4) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c MXFP4) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	e8m0Factors := e8m0FactorsTable()
 	var buf [2]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {

@@ -18,6 +18,7 @@ var vectorScales = []float32{1, 0.0123, -3.5, 1e-40, -1e-44, 3e38, 0, float32(ma
 // against the table, bit for bit: every code, at every offset of a run,
 // with every scale.
 func TestE4M3Scaled(t *testing.T) {
+	e4m3Steps := e4m3StepsTable()
 	tab := f8Tables()[tensorfile.F8_E4M3]
 	codes := make([]byte, 0, 300)
 	for b := range 256 {
@@ -56,6 +57,7 @@ func TestE4M3Scaled(t *testing.T) {
 // TestQ8Scaled checks Q8_0's loops against their definitions, bit for
 // bit, on random codes with every half scale among them.
 func TestQ8Scaled(t *testing.T) {
+	twiceAbsInt8 := twiceAbsInt8Table()
 	rng := rand.New(rand.NewPCG(5, 6))
 	c, _ := GGML(tensorfile.Q8_0)
 	rd := c.(interface {
