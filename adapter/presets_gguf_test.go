@@ -156,3 +156,30 @@ func TestGGUFPresetsUnrebuilt(t *testing.T) {
 		t.Errorf("down_proj: %+v", d)
 	}
 }
+
+// TestAbsent: an absent line names the other side's tensors this side
+// does not hold, its braces evaluated over config values; a value the
+// config lacks makes the line say nothing.
+func TestAbsent(t *testing.T) {
+	a, err := Parse("t", "name t\nabsent model.layers.{num_hidden_layers}.*  the MTP layer # skipped\nabsent model.vision_tower.* in the mmproj file\nabsent x.{head_dim+1}.y no")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Chain{a}.Apply(nil, Env{"num_hidden_layers": 61})
+	want := []Absent{{Glob: "model.layers.61.*", Reason: "the MTP layer", Rule: "t:2: absent model.layers.{num_hidden_layers}.*"},
+		{Glob: "model.vision_tower.*", Reason: "in the mmproj file", Rule: "t:3: absent model.vision_tower.*"}}
+	if len(v.Absent) != len(want) {
+		t.Fatalf("absent %+v", v.Absent)
+	}
+	for i, w := range want {
+		if g := v.Absent[i]; g.Glob != w.Glob || g.Reason != w.Reason || g.Rule != w.Rule {
+			t.Errorf("absent %d: %+v, want %+v", i, g, w)
+		}
+	}
+	for name, k := range map[string]int{"model.layers.61.enorm.weight": 0, "model.layers.60.enorm.weight": -1,
+		"model.vision_tower.vision_model.post_layernorm.weight": 1, "model.language_model.layers.0.mlp.up_proj.weight": -1} {
+		if got := v.AbsentFor(name); got != k {
+			t.Errorf("AbsentFor(%s) = %d, want %d", name, got, k)
+		}
+	}
+}

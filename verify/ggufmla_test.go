@@ -83,8 +83,9 @@ func mlaSplit(kvB hfTensor) (kB, vB []float32) {
 // exp_probs_b.bias, the shared expert and the stacked experts, nothing
 // permuted, every value compared. kv_b_proj, which the converter writes
 // split per head into attn_k_b (transposed) and attn_v_b, is not rebuilt:
-// the halves are adapter_dropped and the published kv_b_proj missing (an
-// older GGUF's attn_kv_b is compared whole). A
+// the halves are adapter_dropped and the published kv_b_proj absent (one
+// adapter_absent; an older GGUF's attn_kv_b is compared whole), as is the
+// multi-token-prediction layer the converter skips. A
 // tensor of another layer, a tensor left out and a swapped expert fail.
 func TestDiffGGUFDeepseek2(t *testing.T) {
 	dense, kvB, experts := tinyDeepseekV3()
@@ -92,12 +93,16 @@ func TestDiffGGUFDeepseek2(t *testing.T) {
 	for k := range experts {
 		all = append(all, experts[k][:]...)
 	}
-	pub := export(t, tinyFixture(all), map[string]any{"model_type": "deepseek_v3", "architectures": []string{"DeepseekV3ForCausalLM"},
+	// DeepSeek-V3's multi-token-prediction layer N (num_hidden_layers), two
+	// of its tensors: the converter skips the layer.
+	rng := rand.New(rand.NewPCG(25, 7))
+	mtp := []hfTensor{tinyTensor(rng, "model.layers.2.eh_proj.weight", "", 0, tinyHidden, 2*tinyHidden),
+		tinyTensor(rng, "model.layers.2.enorm.weight", "", 1, tinyHidden)}
+	pub := export(t, tinyFixture(slices.Concat(all, mtp)), map[string]any{"model_type": "deepseek_v3", "architectures": []string{"DeepseekV3ForCausalLM"},
 		"hidden_size": tinyHidden, "num_attention_heads": tinyHeads, "num_key_value_heads": tinyHeads, "num_hidden_layers": 2,
 		"q_lora_rank": tinyMLA, "kv_lora_rank": tinyMLA, "qk_nope_head_dim": tinyMLA, "qk_rope_head_dim": tinyMLA, "v_head_dim": tinyMLA,
 		"first_k_dense_replace": 1, "n_routed_experts": 2, "n_shared_experts": 1, "moe_intermediate_size": tinyMLA,
 		"intermediate_size": tinyFF, "vocab_size": tinyVocab, "tie_word_embeddings": false, "torch_dtype": "float32"})
-	kvMissing := []string{"missing_key model.layers.0.self_attn.kv_b_proj.weight", "missing_key model.layers.1.self_attn.kv_b_proj.weight"}
 	for _, tt := range []struct {
 		name     string
 		edit     ggufEdit
@@ -145,13 +150,17 @@ func TestDiffGGUFDeepseek2(t *testing.T) {
 			exp := filepath.Join(t.TempDir(), "model.gguf")
 			must(t, os.WriteFile(exp, f.Bytes(), 0o644))
 			got, rep := ggufErrors(t, pub, exp, "gguf-deepseek2")
-			want, compared := slices.Concat(kvMissing, tt.want), len(all)-len(kvB)
+			compared, absent := len(all)-len(kvB), map[string][]string{
+				"model.layers.*.self_attn.kv_b_proj.weight": {kvB[0].name, kvB[1].name},
+				"model.layers.{num_hidden_layers}.*":        {mtp[0].name, mtp[1].name}}
 			if tt.kvWhole {
-				want, compared = tt.want, len(all)
+				compared = len(all)
+				delete(absent, "model.layers.*.self_attn.kv_b_proj.weight")
 			}
-			if want := slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+			if want := slices.Sorted(slices.Values(tt.want)); !slices.Equal(got, want) {
 				t.Errorf("errors %q, want %q", got, want)
 			}
+			checkAbsent(t, pub, exp, absent)
 			if len(tt.want) == 0 && (rep.Compared != compared || rep.Mismatched != 0) {
 				t.Errorf("compared %d (want %d), mismatched %d", rep.Compared, compared, rep.Mismatched)
 			}
