@@ -69,8 +69,9 @@ func TestGGUFPresets(t *testing.T) {
 	}
 }
 
-// TestGGUFPresetsMore: the Gemma, Qwen-MoE and Phi-3 presets map llama.cpp's
-// names to HF's, Gemma's norms shifted back by -1, MoE stacks unstacked.
+// TestGGUFPresetsMore: the Gemma, Qwen-MoE, Phi-3, DeepSeek-V2 and gpt-oss
+// presets map llama.cpp's names to HF's, Gemma's norms shifted back by -1,
+// MoE stacks unstacked.
 func TestGGUFPresetsMore(t *testing.T) {
 	tests := []struct {
 		preset string
@@ -94,6 +95,10 @@ func TestGGUFPresetsMore(t *testing.T) {
 		{"gguf-phi3", []safetensors.TensorInfo{f32("blk.0.attn_qkv.weight", 0, 6, 2), f32("blk.0.ffn_up.weight", 48, 4, 2),
 			f32("rope_factors_long.weight", 80, 1)},
 			map[string]float64{"model.layers.0.self_attn.qkv_proj.weight": 0, "model.layers.0.mlp.gate_up_proj.weight": 0}},
+		{"gguf-gemma3", []safetensors.TensorInfo{f32("token_embd.weight", 0, 4, 2), f32("blk.0.post_ffw_norm.weight", 32, 2),
+			f32("blk.0.attn_k_norm.weight", 40, 2), f32("blk.0.ffn_up.weight", 48, 2, 2)},
+			map[string]float64{"language_model.model.embed_tokens.weight": 0, "language_model.model.layers.0.post_feedforward_layernorm.weight": -1,
+				"language_model.model.layers.0.self_attn.k_norm.weight": -1, "language_model.model.layers.0.mlp.up_proj.weight": 0}},
 		{"gguf-deepseek2", []safetensors.TensorInfo{f32("blk.0.attn_q_a.weight", 0, 2, 4), f32("blk.0.attn_q_a_norm.weight", 32, 2),
 			f32("blk.0.attn_kv_a_mqa.weight", 40, 3, 4), f32("blk.1.attn_q.weight", 88, 4, 4), f32("blk.1.exp_probs_b.bias", 152, 2),
 			f32("blk.1.ffn_up_exps.weight", 160, 2, 3, 2), f32("blk.1.ffn_up_shexp.weight", 208, 3, 2), f32("blk.0.ffn_up.weight", 232, 3, 2)},

@@ -167,3 +167,22 @@ func TestDiffGGUFDeepseek2(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffGGUFDeepseek2Architecture: with no config.json, auto picks
+// gguf-deepseek2 by the GGUF's general.architecture.
+func TestDiffGGUFDeepseek2Architecture(t *testing.T) {
+	dense, kvB, _ := tinyDeepseekV3()
+	all := slices.Concat(dense, kvB[:]) // attn_kv_b whole
+	f := tinyGGUFOf(all, ggufEdit{arch: "deepseek2", unpermuted: true, types: map[string]uint32{"blk.1.ffn_gate_inp.weight": uint32(gguf.TypeF32)}})
+	exp := filepath.Join(t.TempDir(), "model.gguf")
+	must(t, os.WriteFile(exp, f.Bytes(), 0o644))
+	d := diffPaths(t, export(t, tinyFixture(all), nil), exp, DiffOptions{WeightsOnly: true})
+	if d.Exported.View.Adapter != "gguf-deepseek2" {
+		t.Errorf("exported adapter %s, want gguf-deepseek2", d.Exported.View.Adapter)
+	}
+	for _, f := range d.Findings {
+		if f.Severity == Error {
+			t.Errorf("%s %s: %s", f.Code, f.Key, f.Message)
+		}
+	}
+}
