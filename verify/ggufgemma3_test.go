@@ -16,7 +16,8 @@ import (
 // it. gguf-gemma3, chosen by model_type, maps the text model, norms read
 // back from w+1; the vision tower and projector, which the converter writes
 // to a separate mmproj file, are one adapter_absent each, not a missing key
-// a tensor. A text tensor left out is still a missing key.
+// a tensor (--explain says why). A text tensor left out is still a
+// missing key.
 func TestDiffGGUFGemma3Multimodal(t *testing.T) {
 	text := tinyGemma2()
 	rng := rand.New(rand.NewPCG(25, 8))
@@ -66,7 +67,12 @@ func TestDiffGGUFGemma3Multimodal(t *testing.T) {
 			if compared := len(text); tt.drop == "" && (rep.Compared != compared || rep.Mismatched != 0) {
 				t.Errorf("compared %d (want %d), mismatched %d", rep.Compared, compared, rep.Mismatched)
 			}
-			checkAbsent(t, pub, exp, map[string][]string{tt.vision + "vision_tower.*": visionKeys, tt.vision + "multi_modal_projector.*": projectorKeys})
+			d := checkAbsent(t, pub, exp, map[string][]string{tt.vision + "vision_tower.*": visionKeys, tt.vision + "multi_modal_projector.*": projectorKeys})
+			// --explain says why the export has no such tensor.
+			if ex := d.Explain(visionKeys[0]); len(ex.Sides) != 2 || ex.Sides[1].Logical != nil ||
+				!slices.ContainsFunc(ex.Sides[1].From, func(s string) bool { return strings.HasPrefix(s, "is absent from this side: the vision tower") }) {
+				t.Errorf("explain %s: %+v", visionKeys[0], ex.Sides)
+			}
 		})
 	}
 }

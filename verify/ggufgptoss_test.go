@@ -208,11 +208,13 @@ func TestDiffGGUFGptOss(t *testing.T) {
 }
 
 // checkAbsent runs the diff and checks its adapter_absent findings: the
-// keys of published each absent line (by its glob) covers.
-func checkAbsent(t *testing.T, pub, exp string, want map[string][]string) {
+// keys of published each absent line (by its glob) covers. It returns the
+// comparison.
+func checkAbsent(t *testing.T, pub, exp string, want map[string][]string) *Comparison {
 	t.Helper()
 	got := map[string][]string{}
-	for _, f := range diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true}).Findings {
+	d := diffPaths(t, pub, exp, DiffOptions{WeightsOnly: true})
+	for _, f := range d.Findings {
 		if f.Code != CodeAdapterAbsent {
 			continue
 		}
@@ -231,4 +233,5 @@ func checkAbsent(t *testing.T, pub, exp string, want map[string][]string) {
 			t.Errorf("adapter_absent %s: %q, want %q", g, got[g], keys)
 		}
 	}
+	return d
 }
