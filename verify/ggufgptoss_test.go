@@ -235,3 +235,55 @@ func checkAbsent(t *testing.T, pub, exp string, want map[string][]string) *Compa
 	}
 	return d
 }
+
+// TestDiffGGUFGptOssBF16: a dequantized gpt-oss release (gate_up_proj
+// [E, H, 2ff], down_proj [E, ff, H], here F32) against its GGUF, which the
+// converter writes transposed: ffn_down_exps [E, H, ff] in a plain type is
+// read transposed and compared value for value; gate_up_proj is absent as
+// in the MXFP4 release. Two experts swapped in ffn_down_exps fail.
+func TestDiffGGUFGptOssBF16(t *testing.T) {
+	const experts, hidden, ff = 2, tinyHidden, 32
+	rng := rand.New(rand.NewPCG(25, 9))
+	dense := []hfTensor{tinyTensor(rng, "model.embed_tokens.weight", "token_embd.weight", 0, tinyVocab, hidden),
+		tinyTensor(rng, "model.norm.weight", "output_norm.weight", 1, hidden),
+		tinyTensor(rng, "model.layers.0.mlp.router.weight", "blk.0.ffn_gate_inp.weight", 0, experts, hidden),
+		tinyTensor(rng, "model.layers.0.mlp.experts.down_proj_bias", "blk.0.ffn_down_exps.bias", 0, experts, hidden)}
+	gateUp := tinyTensor(rng, "model.layers.0.mlp.experts.gate_up_proj", "", 0, experts, hidden, 2*ff)
+	down := tinyTensor(rng, "model.layers.0.mlp.experts.down_proj", "", 0, experts, ff, hidden)
+	pub := export(t, tinyFixture(slices.Concat(dense, []hfTensor{gateUp, down})), map[string]any{"model_type": "gpt_oss",
+		"architectures": []string{"GptOssForCausalLM"}, "hidden_size": hidden, "num_attention_heads": tinyHeads, "num_key_value_heads": tinyKV,
+		"head_dim": 32, "num_hidden_layers": 1, "num_local_experts": experts, "intermediate_size": ff, "vocab_size": tinyVocab,
+		"tie_word_embeddings": true, "torch_dtype": "float32"})
+	for _, tt := range []struct {
+		name  string
+		order []int
+		want  []string
+	}{
+		{"faithful", []int{0, 1}, nil},
+		{"experts swapped", []int{1, 0}, []string{"reinitialized model.layers.0.mlp.experts.down_proj"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tinyGGUFOf(dense, ggufEdit{arch: "gpt-oss", unpermuted: true, types: map[string]uint32{"blk.0.ffn_gate_inp.weight": uint32(gguf.TypeF32)}})
+			f.KV[1] = w.P("gpt-oss.block_count", w.U32(1)) // one layer
+			var stored []float32 // data_torch.transpose(-1, -2): [E, H, ff]
+			for _, e := range tt.order {
+				for h := range hidden {
+					for j := range ff {
+						stored = append(stored, down.vals[(e*ff+j)*hidden+h])
+					}
+				}
+			}
+			f.Tensors = append(f.Tensors, ggufF32("blk.0.ffn_down_exps.weight", []uint64{experts, hidden, ff}, stored))
+			exp := filepath.Join(t.TempDir(), "model.gguf")
+			must(t, os.WriteFile(exp, f.Bytes(), 0o644))
+			got, rep := ggufErrors(t, pub, exp, "gguf-gpt-oss")
+			if want := slices.Sorted(slices.Values(tt.want)); !slices.Equal(got, want) {
+				t.Errorf("errors %q, want %q", got, want)
+			}
+			if compared := len(dense) + 1; rep.Compared != compared {
+				t.Errorf("compared %d, want %d", rep.Compared, compared)
+			}
+			checkAbsent(t, pub, exp, map[string][]string{"model.layers.*.mlp.experts.gate_up_proj": {gateUp.name}})
+		})
+	}
+}
