@@ -265,7 +265,7 @@ func TestDiffGGUFGptOssBF16(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tinyGGUFOf(dense, ggufEdit{arch: "gpt-oss", unpermuted: true, types: map[string]uint32{"blk.0.ffn_gate_inp.weight": uint32(gguf.TypeF32)}})
 			f.KV[1] = w.P("gpt-oss.block_count", w.U32(1)) // one layer
-			var stored []float32 // data_torch.transpose(-1, -2): [E, H, ff]
+			var stored []float32                           // data_torch.transpose(-1, -2): [E, H, ff]
 			for _, e := range tt.order {
 				for h := range hidden {
 					for j := range ff {
