@@ -84,6 +84,9 @@ type View struct {
 	Errors     []RuleError
 	// Ignored lists the tensors the adapters leave out as not weights.
 	Ignored []string
+	// Absent lists the other side's tensors the adapters say this side
+	// holds in no form they read (their "absent" lines).
+	Absent []Absent
 	// Truncated reports that the chain stopped at its limit (see
 	// Chain.ApplyLimit): the view holds only the tensors made before, and
 	// Errors says where it stopped.
@@ -125,6 +128,7 @@ type Adapter struct {
 	Order  int
 	Source string // the rule file
 	rules  []*rule
+	absent []*absentRule
 }
 
 func (a *Adapter) String() string { return a.Name }

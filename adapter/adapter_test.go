@@ -239,7 +239,7 @@ func TestLoadPresets(t *testing.T) {
 	}
 	want := []string{"hf", "torchtitan-qwen3_5-export", "zz-wrap", "ddp", "compile", "fsdp",
 		"torchtitan-hf", "torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
-		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "aaa-new", "megatron", "gguf-gemma", "gguf-gemma2", "gguf-llama", "gguf-phi3", "gguf-qwen", "gguf-qwen3moe", "mlx-lm", "nanogpt"}
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "aaa-new", "megatron", "gguf-deepseek2", "gguf-gemma", "gguf-gemma2", "gguf-gpt-oss", "gguf-llama", "gguf-phi3", "gguf-qwen", "gguf-qwen3moe", "mlx-lm", "nanogpt", "gguf-gemma3"}
 	if !slices.Equal(names, want) {
 		t.Errorf("order %v, want %v", names, want)
 	}
@@ -271,7 +271,7 @@ func TestPresetsParseAndDocument(t *testing.T) {
 	}
 	want := []string{"hf", "torchtitan-qwen3_5-export", "ddp", "compile", "fsdp", "torchtitan-hf",
 		"torchtitan-qwen3", "torchtitan-deepseek-v3", "torchtitan-llama4", "torchtitan-qwen3_5", "torchtitan-llama3",
-		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "megatron", "gguf-gemma", "gguf-gemma2", "gguf-llama", "gguf-phi3", "gguf-qwen", "gguf-qwen3moe", "mlx-lm", "nanogpt"}
+		"hf-v5-fused", "hf-v5-mixtral", "hf-v5-jamba", "hf-v5-lfm2-moe", "hf-v5-qwen3-vl-moe", "megatron", "gguf-deepseek2", "gguf-gemma", "gguf-gemma2", "gguf-gpt-oss", "gguf-llama", "gguf-phi3", "gguf-qwen", "gguf-qwen3moe", "mlx-lm", "nanogpt", "gguf-gemma3"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Presets() = %v, want %v", names, want)
 	}

@@ -67,6 +67,7 @@ func (c Chain) ApplyLimit(tensors []safetensors.TensorInfo, env Env, maxTensors 
 			cur = st.apply(cur, env, v, b)
 		}
 	}
+	v.Absent = c.absent(env)
 	// The view keeps the first tensor of each name, in place.
 	v.Tensors = cur[:0]
 	v.byName = make(map[string]int, len(cur))

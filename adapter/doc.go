@@ -20,7 +20,9 @@
 // one preset composes layouts (a fused QKV split per group, then
 // permuted). A preset says what it was checked against: its covers lines
 // name framework versions, tags or commit ranges (ckptcheck adapters
-// shows them).
+// shows them). Its absent lines name the other side's tensors it holds in
+// no form it reads (View.Absent): a comparison lists them once a line
+// instead of as missing keys.
 //
 // A file also says how "auto" uses it, so a new naming scheme is a new file
 // and no Go: "auto wrapper" for a scheme that only wraps names (ddp,

@@ -167,7 +167,7 @@ func words(line string) []string {
 	if len(w) == 0 || strings.HasPrefix(w[0], "#") {
 		return nil
 	}
-	text := w[0] == "doc" || w[0] == "drop" || w[0] == "covers"
+	text := w[0] == "doc" || w[0] == "drop" || w[0] == "covers" || w[0] == "absent"
 	for i, s := range w {
 		if s == "#" || !text && strings.HasPrefix(s, "#") {
 			return w[:i]
@@ -182,9 +182,9 @@ func words(line string) []string {
 //
 // A comment runs from a word that starts with "#" to the end of the line,
 // so "#" inside a word is text ("regex ^a#b$ x"). In free text (doc TEXT,
-// covers TEXT, drop's REASON) only a "#" standing alone as a word starts a
-// comment, so "doc see #12" keeps "#12" and "doc text  # note" drops the
-// note.
+// covers TEXT, drop's and absent's REASON) only a "#" standing alone as a
+// word starts a comment, so "doc see #12" keeps "#12" and "doc text  # note"
+// drops the note.
 //
 // Directives say what the adapter is:
 //
@@ -232,6 +232,16 @@ func words(line string) []string {
 //	                                     the transpose, tile by tile (see Tensor.Transposed)
 //	drop SRC REASON...                   no counterpart, said as adapter_dropped
 //	ignore SRC                           not a weight (buffers), left out silently
+//
+// A line "absent GLOB REASON..." names the other side's tensors, in HF
+// naming, that this side holds in no form the adapter reads: the
+// conversion leaves them out (a vision tower written to another file) or
+// keeps them in a layout the rules cannot rebuild. GLOB is a Glob whose
+// segments in braces are expressions over config values
+// ("model.layers.{num_hidden_layers}.*": the layer after the last); a
+// value the config lacks makes the line say nothing. A comparison
+// reports such tensors once a line, with the reason, not as missing keys
+// (View.Absent).
 //
 // Rename, unstack, split, concat and permute take a value rule too:
 // add=X (a decimal number) says the stored values are X off the logical
@@ -283,6 +293,15 @@ func Parse(source string, text string) (*Adapter, error) {
 				return nil, fail("then stands alone on its line")
 			}
 			stage++
+			continue
+		}
+		if word == "absent" {
+			r, err := parseAbsent(args)
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			r.line = n + 1
+			a.absent = append(a.absent, r)
 			continue
 		}
 		if set, ok := directives[word]; ok {

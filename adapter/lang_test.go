@@ -40,6 +40,9 @@ func TestParseErrors(t *testing.T) {
 		{"name x\nignore", "takes 1 arguments, not 0"},
 		{"name x\nstrip-prefix a b", "takes 1 arguments, not 2"},
 		{"name x\nrename a b\n\xff", "not UTF-8"},
+		{"name x\nabsent model.vision_tower.*", "takes a glob of the other side's names and the reason"},
+		{"name x\nabsent a.{n}x.* why", "neither literal nor an expression in braces"},
+		{"name x\nabsent a.{n+}.* why", "ends early"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("test", tt.src)
@@ -150,6 +153,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("name x\tdoc #1 # 2\nregex ^a#b$ $1=c\nunstack x a.{e} b.{e} sizes=hidden_size-1,1")
 	f.Add("name x\ncovers v1 # c\ntranspose a.{i} b.{i}\nthen\nunstack x c.{e}.{e+1} d.{e} dim=1\nthen\nrename b.{i} q.{i*2}")
 	f.Add("name x\nrename a b add=-1\nunstack x y.{e} add=0.5\nthen\nrename b c add=1e-3\ntranspose y.0 z\nthen\nrename z w add=2")
+	f.Add("name x\nabsent model.layers.{num_attention_heads*2-1}.* why # not\nabsent v.* a #b\nabsent w.{hidden_size/0} z")
 	f.Fuzz(func(t *testing.T, src string) {
 		a, err := Parse("fuzz", src)
 		if err != nil {
@@ -181,6 +185,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if lt.Rule != "" && !strings.HasPrefix(lt.Rule, a.Name+":") {
 				t.Fatalf("%s: rule %q", lt.Name, lt.Rule)
+			}
+		}
+		for _, ab := range v.Absent {
+			if ab.Glob == "" || ab.Reason == "" || !strings.HasPrefix(ab.Rule, a.Name+":") || strings.Contains(ab.Glob, "{") {
+				t.Fatalf("absent %+v", ab)
 			}
 		}
 	})

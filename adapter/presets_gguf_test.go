@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -68,8 +69,9 @@ func TestGGUFPresets(t *testing.T) {
 	}
 }
 
-// TestGGUFPresetsMore: the Gemma, Qwen-MoE and Phi-3 presets map llama.cpp's
-// names to HF's, Gemma's norms shifted back by -1, MoE stacks unstacked.
+// TestGGUFPresetsMore: the Gemma, Qwen-MoE, Phi-3, DeepSeek-V2 and gpt-oss
+// presets map llama.cpp's names to HF's, Gemma's norms shifted back by -1,
+// MoE stacks unstacked.
 func TestGGUFPresetsMore(t *testing.T) {
 	tests := []struct {
 		preset string
@@ -93,6 +95,24 @@ func TestGGUFPresetsMore(t *testing.T) {
 		{"gguf-phi3", []safetensors.TensorInfo{f32("blk.0.attn_qkv.weight", 0, 6, 2), f32("blk.0.ffn_up.weight", 48, 4, 2),
 			f32("rope_factors_long.weight", 80, 1)},
 			map[string]float64{"model.layers.0.self_attn.qkv_proj.weight": 0, "model.layers.0.mlp.gate_up_proj.weight": 0}},
+		{"gguf-gemma3", []safetensors.TensorInfo{f32("token_embd.weight", 0, 4, 2), f32("blk.0.post_ffw_norm.weight", 32, 2),
+			f32("blk.0.attn_k_norm.weight", 40, 2), f32("blk.0.ffn_up.weight", 48, 2, 2)},
+			map[string]float64{"language_model.model.embed_tokens.weight": 0, "language_model.model.layers.0.post_feedforward_layernorm.weight": -1,
+				"language_model.model.layers.0.self_attn.k_norm.weight": -1, "language_model.model.layers.0.mlp.up_proj.weight": 0}},
+		{"gguf-deepseek2", []safetensors.TensorInfo{f32("blk.0.attn_q_a.weight", 0, 2, 4), f32("blk.0.attn_q_a_norm.weight", 32, 2),
+			f32("blk.0.attn_kv_a_mqa.weight", 40, 3, 4), f32("blk.1.attn_q.weight", 88, 4, 4), f32("blk.1.exp_probs_b.bias", 152, 2),
+			f32("blk.1.ffn_up_exps.weight", 160, 2, 3, 2), f32("blk.1.ffn_up_shexp.weight", 208, 3, 2), f32("blk.0.ffn_up.weight", 232, 3, 2)},
+			map[string]float64{"model.layers.0.self_attn.q_a_proj.weight": 0, "model.layers.0.self_attn.q_a_layernorm.weight": 0,
+				"model.layers.0.self_attn.kv_a_proj_with_mqa.weight": 0, "model.layers.1.self_attn.q_proj.weight": 0,
+				"model.layers.1.mlp.gate.e_score_correction_bias": 0, "model.layers.1.mlp.experts.0.up_proj.weight": 0,
+				"model.layers.1.mlp.experts.1.up_proj.weight": 0, "model.layers.1.mlp.shared_experts.up_proj.weight": 0,
+				"model.layers.0.mlp.up_proj.weight": 0}},
+		{"gguf-gpt-oss", []safetensors.TensorInfo{f32("blk.0.attn_sinks.weight", 0, 2), f32("blk.0.post_attention_norm.weight", 8, 2),
+			f32("blk.0.ffn_gate_inp.weight", 16, 2, 2), f32("blk.0.ffn_gate_inp.bias", 32, 2), f32("blk.0.ffn_down_exps.bias", 40, 2, 2),
+			f32("blk.0.attn_q.bias", 56, 2)},
+			map[string]float64{"model.layers.0.self_attn.sinks": 0, "model.layers.0.post_attention_layernorm.weight": 0,
+				"model.layers.0.mlp.router.weight": 0, "model.layers.0.mlp.router.bias": 0,
+				"model.layers.0.mlp.experts.down_proj_bias": 0, "model.layers.0.self_attn.q_proj.bias": 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.preset, func(t *testing.T) {
@@ -112,5 +132,59 @@ func TestGGUFPresetsMore(t *testing.T) {
 	if x, _ := v.Tensor("model.layers.0.mlp.experts.1.gate_proj.weight"); !slices.Equal(x.Segments, []Segment{{0, 24, 24}}) ||
 		!slices.Equal(x.Shape, []uint64{3, 2}) {
 		t.Errorf("expert 1: %+v", x)
+	}
+}
+
+// TestGGUFPresetsUnrebuilt: what llama.cpp writes in a layout a logical
+// tensor cannot hold is dropped with its reason (DeepSeek's kv_b_proj split
+// per head into attn_k_b, transposed, and attn_v_b; gpt-oss's interleaved
+// gate_up_proj split into ffn_gate_exps and ffn_up_exps); gpt-oss's
+// ffn_down_exps [E, H, ff] is HF's down_proj [E, ff, H] read transposed.
+func TestGGUFPresetsUnrebuilt(t *testing.T) {
+	v := Chain{preset("gguf-deepseek2")}.Apply([]safetensors.TensorInfo{f32("blk.0.attn_k_b.weight", 0, 2, 4, 3),
+		f32("blk.0.attn_v_b.weight", 96, 2, 5, 4), f32("blk.0.attn_kv_b.weight", 256, 16, 4)}, Env{})
+	if len(v.Dropped) != 2 || len(v.Tensors) != 1 || v.Tensors[0].Name != "model.layers.0.self_attn.kv_b_proj.weight" {
+		t.Errorf("deepseek2: names %v, dropped %v", names(v), v.Dropped)
+	}
+	for _, d := range v.Dropped {
+		if !strings.Contains(d.Reason, "kv_b_proj") {
+			t.Errorf("%s dropped for %q", d.Name, d.Reason)
+		}
+	}
+	v = Chain{preset("gguf-gpt-oss")}.Apply([]safetensors.TensorInfo{f32("blk.0.ffn_gate_exps.weight", 0, 2, 3, 4),
+		f32("blk.0.ffn_up_exps.weight", 96, 2, 3, 4), f32("blk.0.ffn_gate_exps.bias", 192, 2, 3), f32("blk.0.ffn_up_exps.bias", 216, 2, 3),
+		f32("blk.0.ffn_down_exps.weight", 240, 2, 4, 3)}, Env{})
+	if len(v.Dropped) != 4 || len(v.Errors) > 0 || len(v.Tensors) != 1 {
+		t.Fatalf("gpt-oss: names %v, dropped %v, errors %v", names(v), v.Dropped, v.Errors)
+	}
+	if d := v.Tensors[0]; d.Name != "model.layers.0.mlp.experts.down_proj" || !d.Transposed || !slices.Equal(d.Shape, []uint64{2, 3, 4}) {
+		t.Errorf("down_proj: %+v", d)
+	}
+}
+
+// TestAbsent: an absent line names the other side's tensors this side
+// does not hold, its braces evaluated over config values; a value the
+// config lacks makes the line say nothing.
+func TestAbsent(t *testing.T) {
+	a, err := Parse("t", "name t\nabsent model.layers.{num_hidden_layers}.*  the MTP layer # skipped\nabsent model.vision_tower.* in the mmproj file\nabsent x.{head_dim+1}.y no")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Chain{a}.Apply(nil, Env{"num_hidden_layers": 61})
+	want := []Absent{{Glob: "model.layers.61.*", Reason: "the MTP layer", Rule: "t:2: absent model.layers.{num_hidden_layers}.*"},
+		{Glob: "model.vision_tower.*", Reason: "in the mmproj file", Rule: "t:3: absent model.vision_tower.*"}}
+	if len(v.Absent) != len(want) {
+		t.Fatalf("absent %+v", v.Absent)
+	}
+	for i, w := range want {
+		if g := v.Absent[i]; g.Glob != w.Glob || g.Reason != w.Reason || g.Rule != w.Rule {
+			t.Errorf("absent %d: %+v, want %+v", i, g, w)
+		}
+	}
+	for name, k := range map[string]int{"model.layers.61.enorm.weight": 0, "model.layers.60.enorm.weight": -1,
+		"model.vision_tower.vision_model.post_layernorm.weight": 1, "model.language_model.layers.0.mlp.up_proj.weight": -1} {
+		if got := v.AbsentFor(name); got != k {
+			t.Errorf("AbsentFor(%s) = %d, want %d", name, got, k)
+		}
 	}
 }

@@ -45,6 +45,7 @@ var familyOf = sync.OnceValue(func() map[verify.Code]Family {
 		verify.CodeTiedWeight:       FamilyKeys,
 		verify.CodeAdapterCollision: FamilyKeys,
 		verify.CodeAdapterDropped:   FamilyKeys,
+		verify.CodeAdapterAbsent:    FamilyKeys,
 		verify.CodeAdapterError:     FamilyKeys,
 		verify.CodeAdapterLimit:     FamilyKeys,
 		verify.CodeLowKeyOverlap:    FamilyKeys,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -451,6 +452,20 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 	// Keys a side cannot show because its shards failed are not judged
 	// missing or unexpected: they are listed once as not compared.
 	var notCompared [2][]string
+	// Keys the other side's adapter says it holds in no form it reads (its
+	// absent lines) are listed once a line, with the reason.
+	var absent [2]map[int][]string
+	absentOn := func(side int, other *adapter.View, name string) bool {
+		k := other.AbsentFor(name)
+		if k < 0 {
+			return false
+		}
+		if absent[side] == nil {
+			absent[side] = map[int][]string{}
+		}
+		absent[side][k] = append(absent[side][k], name)
+		return true
+	}
 	// One lookup a published key, remembered: an F32 export has a dtype
 	// finding for every tensor, and findings are large, so they are counted
 	// first and made in a slice of the right size.
@@ -485,6 +500,9 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 					}
 					continue
 				}
+			}
+			if absentOn(0, exp, t.Name) {
+				continue
 			}
 			if expM.Unavailable > 0 {
 				notCompared[1] = append(notCompared[1], t.Name)
@@ -532,6 +550,9 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 				continue
 			}
 		}
+		if absentOn(1, pub, e.Name) {
+			continue
+		}
 		if pubM.Unavailable > 0 {
 			notCompared[0] = append(notCompared[0], e.Name)
 			continue
@@ -542,6 +563,7 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 		}
 		out = append(out, f)
 	}
+	out = append(out, absentFindings(absent, [2]*Mapped{pubM, expM})...)
 	for i, keys := range notCompared {
 		if len(keys) == 0 {
 			continue
@@ -552,6 +574,23 @@ func structuralDiff(pubM, expM *Mapped, tie Tie, want *safetensors.DType) ([]Fin
 				textfmt.Plural(len(keys), "key"), other.Side, textfmt.Plural(side.Unavailable, "tensor"), side.Side)})
 	}
 	return out, matched
+}
+
+// absentFindings are adapter_absent: the keys of each side that the other
+// side's adapter says it holds in no form it reads, one finding an absent
+// line (in the order of the lines), with its reason.
+func absentFindings(absent [2]map[int][]string, sides [2]*Mapped) []Finding {
+	var out []Finding
+	for i, byRule := range absent {
+		side, other := sides[i], sides[1-i]
+		for _, k := range slices.Sorted(maps.Keys(byRule)) {
+			a, keys := other.View.Absent[k], byRule[k]
+			out = append(out, Finding{Code: CodeAdapterAbsent, Severity: Warning, Side: side.Side, Keys: keys,
+				Message: fmt.Sprintf("%s of %s not in %s, not compared: %s (rule %s)",
+					textfmt.Plural(len(keys), "key"), side.Side, other.Side, a.Reason, a.Rule)})
+		}
+	}
+	return out
 }
 
 // swapped reports shapes that differ only by their last two dimensions

@@ -69,10 +69,15 @@ func (d *Comparison) Explain(key string) *Explanation {
 	ex := &Explanation{Key: key}
 	for _, m := range []*Mapped{d.Published, d.Exported} {
 		es := ExplainedSide{Side: m.Side, Adapter: m.View.Adapter}
-		if t, ok := m.View.Tensor(key); ok {
+		t, ok := m.View.Tensor(key)
+		if ok {
 			es.Logical = explainTensor(t, m.Sources)
 		}
 		es.From = fromPhysical(key, m.View, m.Sources)
+		if k := m.View.AbsentFor(key); k >= 0 && !ok {
+			a := m.View.Absent[k]
+			es.From = append(es.From, "is absent from this side: "+a.Reason+" (rule "+a.Rule+")")
+		}
 		ex.Sides = append(ex.Sides, es)
 	}
 	if key == LMHead && d.Tie.Tied {

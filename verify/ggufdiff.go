@@ -61,8 +61,15 @@ func bindGGML(m *Mapped) {
 			continue
 		}
 		b := enc.Block()
+		// The stored rows are blocks of bytes: the logical tensor's last
+		// dimension, or, read transposed (gpt-oss's ffn_down_exps), its
+		// second to last.
+		bytesDim := len(t.Shape) - 1
+		if t.Transposed && bytesDim > 0 {
+			bytesDim--
+		}
 		shape := slices.Clone(t.Shape)
-		shape[len(shape)-1] = t.Shape[len(t.Shape)-1] / b.Bytes * b.Elements
+		shape[bytesDim] = t.Shape[bytesDim] / b.Bytes * b.Elements
 		c, ok := quant.GGML(enc)
 		if !ok {
 			c = &quant.Unsupported{Scheme: "ggml:" + enc.String(), Layout: []quant.Part{{Role: quant.Data, DType: tensorfile.U8}}}

@@ -78,6 +78,9 @@ func decodes(t adapter.Tensor) bool {
 	if _, ok := q.Codec.(quant.MXFP4); ok && len(q.Shape) > 3 {
 		return false // transformers swaps dimensions 1 and 2: no matrix transpose the engine reads
 	}
+	if _, ok := q.Codec.(values.ColumnBander); t.Transposed && isGGML(t) && !ok {
+		return false // read transposed (gpt-oss's ffn_down_exps): the codec reads no band of its columns
+	}
 	return !slices.Contains(q.Parts, "")
 }
 
@@ -167,7 +170,10 @@ func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.S
 			parts[i] = segments(q.Companions[k], o.src)
 		}
 	}
-	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Transposed: storedTransposed(q.Codec, q.Shape)}
+	// A GGUF block-typed tensor an adapter reads transposed (gpt-oss's
+	// ffn_down_exps) is the codec's stored matrices transposed too.
+	transposed := storedTransposed(q.Codec, q.Shape) || o.t.Transposed && isGGML(o.t)
+	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Transposed: transposed}
 }
 
 // judgeQuant judges a pair compared through codecs against its encoding's

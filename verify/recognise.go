@@ -181,6 +181,7 @@ func (d *Comparison) quantized() (map[string]string, Finding) {
 			bound++
 			o, ok := other.Tensor(t.Name)
 			switch {
+			case !ok && other.AbsentFor(t.Name) >= 0: // an adapter_absent says so
 			case !ok:
 				missing[i]++
 			case sameEncoding(t, o), comparableQuant(t, o): // compared as stored, or decoded
