@@ -84,7 +84,7 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 		return "", nil, err
 	}
 	if variant == "" && !slices.Contains(variants, "") && len(variants) > 1 && len(stems) > 0 {
-		return "", nil, chooseGGUFVariant(c.Path, variants, stems)
+		return "", nil, &VariantsError{Path: c.Path, Variants: variants, stems: stems}
 	}
 	if variant == "" && !slices.Contains(variants, "") && len(variants) == 1 {
 		variant = variants[0] // only a variant: that is the checkpoint

@@ -100,10 +100,20 @@ func matchGGUFVariant(path, asked string, stems map[string]string) (string, erro
 	return "", fmt.Errorf("%s: --variant %s matches several GGUF checkpoints, give a file name: %s", path, asked, describeGGUFVariants(hits, stems))
 }
 
-// chooseGGUFVariant is the usage error of a folder of several GGUF
-// checkpoints opened without --variant.
-func chooseGGUFVariant(path string, variants []string, stems map[string]string) error {
-	return fmt.Errorf("%s: holds %d GGUF checkpoints, one per quantization: choose one with --variant (%s)", path, len(variants), describeGGUFVariants(variants, stems))
+// A VariantsError is the error of a folder of several GGUF checkpoints,
+// one per quantization, opened without Options.Variant. A command that
+// can take them all (validate, inspect) opens each of Variants in turn; the
+// others stop with it and its list.
+type VariantsError struct {
+	Path string
+	// Variants are the folder's checkpoints, sorted, each a valid
+	// Options.Variant.
+	Variants []string
+	stems    map[string]string
+}
+
+func (e *VariantsError) Error() string {
+	return fmt.Sprintf("%s: holds %d GGUF checkpoints, one per quantization: choose one with --variant (%s)", e.Path, len(e.Variants), describeGGUFVariants(e.Variants, e.stems))
 }
 
 // describeGGUFVariants writes variants for messages: each by its

@@ -90,7 +90,7 @@ func TestExplainJSONCarriesSchema(t *testing.T) {
 }
 
 // TestVariants: validate checks every variant of a directory as its own
-// checkpoint; diff reads the plain one unless --variant says.
+// checkpoint (an input each); diff reads the plain one unless --variant says.
 func TestVariants(t *testing.T) {
 	dir := t.TempDir()
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
@@ -117,6 +117,9 @@ func TestVariants(t *testing.T) {
 	for _, f := range rep.Findings {
 		if f.Code == "duplicate_key_across_shards" {
 			t.Error("variants are not shards of one checkpoint")
+		}
+		if f.Code == "variants" {
+			t.Error("every variant was checked: no note that the others were not")
 		}
 	}
 	if code, out, _ := ckptcheck(t, "diff", "../../testdata/published", dir, "--variant", "fp32"); code != 0 || !strings.Contains(out, "variant fp32") {
