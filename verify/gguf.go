@@ -30,6 +30,20 @@ func ggufFinding(s *checkpoint.Shard) (Finding, bool) {
 	return Finding{Code: GGUFFormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: msg}, true
 }
 
+// ggufWeights reports a checkpoint of GGUF files. Their config is their
+// metadata, checked against their tensors by ggufMetadata; a config.json
+// beside them (convert_hf_to_gguf.py writes into the Hugging Face folder)
+// is the Hugging Face weights', judged with them and against the GGUF
+// metadata by diff's gguf_config_mismatch. Judged against the GGUF's
+// tensors, it repeated the published side's findings on the same file and
+// made up a dtype mismatch.
+func ggufWeights(c *checkpoint.Checkpoint) bool {
+	return len(c.Shards) > 0 && !slices.ContainsFunc(c.Shards, func(s *checkpoint.Shard) bool {
+		f, ok := tensorfile.ByFileName(s.Name)
+		return !ok || f.Name() != gguf.Name
+	})
+}
+
 // isGGUF reports a readable GGUF shard.
 func isGGUF(s *checkpoint.Shard) bool {
 	_, ok := s.Header.(*gguf.File)

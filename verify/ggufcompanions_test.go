@@ -1,0 +1,70 @@
+package verify
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckptcheck/ckptcheck/internal/fixture"
+)
+
+// A config.json beside a GGUF file is the Hugging Face weights', not the
+// GGUF's: convert_hf_to_gguf.py writes the GGUF into the published folder,
+// and diff published published/model.gguf reported each finding on the
+// published config.json twice (once for each side) and a dtype mismatch
+// of the GGUF's tensors against its torch_dtype. The findings on the
+// files beside the weights come once, from the published side; validate
+// of the GGUF judges the GGUF.
+func TestGGUFBesideHFConfig(t *testing.T) {
+	ts := tinyLlama()
+	config := map[string]any{"model_type": "llama", "hidden_size": tinyHidden, "num_attention_heads": tinyHeads, "num_key_value_heads": tinyKV,
+		"num_hidden_layers": 2, "vocab_size": tinyVocab, "tie_word_embeddings": "yes", "torch_dtype": "float32"}
+	for _, tt := range []struct {
+		name string
+		// inPublished writes the GGUF into the published folder, else
+		// into a folder of its own with a copy of config.json.
+		inPublished bool
+	}{
+		{"in the published folder", true},
+		{"beside a copy of config.json", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pub := export(t, tinyFixture(ts), config)
+			must(t, fixture.WriteJSON(filepath.Join(pub, "tokenizer_config.json"), map[string]any{"eos_token": "</s>"}))
+			dir := pub
+			if !tt.inPublished {
+				dir = t.TempDir()
+				must(t, fixture.WriteJSON(filepath.Join(dir, "config.json"), config))
+				must(t, fixture.WriteJSON(filepath.Join(dir, "tokenizer_config.json"), map[string]any{"eos_token": "</s>"}))
+			}
+			exp := filepath.Join(dir, "model.gguf")
+			must(t, os.WriteFile(exp, tinyGGUFOf(ts, ggufEdit{}).Bytes(), 0o644))
+			d := diffPaths(t, pub, exp, DiffOptions{})
+			invalid := 0
+			for _, f := range d.Findings {
+				if f.Code == CodeConfigInvalid {
+					invalid++
+					if f.Side != Published {
+						t.Errorf("%s on the %s side: %s", f.Code, f.Side, f.Message)
+					}
+				}
+				if f.Code == CodeConfigMismatch || strings.HasSuffix(f.File, "config.json") && f.Side == Exported {
+					t.Errorf("the GGUF judged by a config.json: %s %s %s", f.Code, f.File, f.Message)
+				}
+			}
+			if invalid != 1 {
+				t.Errorf("%d config_invalid findings, want the published side's one", invalid)
+			}
+			fs, err := Validate(t.Context(), openCheckpoint(t, exp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fs {
+				if strings.HasSuffix(f.File, "config.json") {
+					t.Errorf("validate of the GGUF: %s %s %s", f.Code, f.File, f.Message)
+				}
+			}
+		})
+	}
+}
