@@ -1,11 +1,15 @@
 package verify
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 )
 
@@ -66,5 +70,41 @@ func TestGGUFBesideHFConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// listCounter counts a source's listings.
+type listCounter struct {
+	checkpoint.Source
+	lists atomic.Int32
+}
+
+func (l *listCounter) List(ctx context.Context) ([]checkpoint.Entry, error) {
+	l.lists.Add(1)
+	return l.Source.List(ctx)
+}
+
+// The published files beside the weights are listed (and, remote, looked
+// at: a request each) once for a GGUF export, whose embedded tokenizer is
+// compared with them as well as the files beside it.
+func TestGGUFCompanionsListedOnce(t *testing.T) {
+	ts := tinyLlama()
+	pub := export(t, tinyFixture(ts), map[string]any{"model_type": "llama", "torch_dtype": "float32"})
+	must(t, fixture.WriteJSON(filepath.Join(pub, "tokenizer_config.json"), map[string]any{"eos_token": "</s>", "chat_template": "{{ x }}"}))
+	exp := filepath.Join(t.TempDir(), "model.gguf")
+	must(t, os.WriteFile(exp, tinyGGUFOf(ts, ggufEdit{}).Bytes(), 0o644))
+	p := openCheckpoint(t, pub)
+	counter := &listCounter{Source: p.Source}
+	p.Source = counter
+	fs, err := CompareFiles(t.Context(), p, openCheckpoint(t, exp), FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []Code
+	for _, f := range fs {
+		codes = append(codes, f.Code)
+	}
+	if n := counter.lists.Load(); n != 1 || !slices.Equal(codes, []Code{CodeWeightsOnlyExport, CodeTokenizerChanged}) {
+		t.Errorf("published side listed %d times, findings %v; want once, weights_only_export and the GGUF's tokenizer_changed", n, codes)
 	}
 }
