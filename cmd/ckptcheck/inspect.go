@@ -51,12 +51,12 @@ func inspectCommand() *cli.Command {
 				rep.Inspection = verify.InspectDCP(in.step, filter, cmd.Bool("tree"))
 				return emit(cmd, rep, report.Options{Depth: int(cmd.Int("depth"))})
 			}
-			// A folder of GGUF quantizations is inspected one checkpoint
-			// after another, into one report.
+			// A folder of variants and no plain one (GGUF quantizations) is
+			// inspected one checkpoint after another, into one report.
 			var inputs []verify.Input
 			var findings []verify.Finding
 			var inspections []verify.VariantInspection
-			taken, err := eachVariant(ctx, cmd, cmd.Args().First(), variantScope{quantizations: true}, func(c *checkpoint.Checkpoint) error {
+			taken, err := eachVariant(ctx, cmd, cmd.Args().First(), variantScope{noPlain: true}, func(c *checkpoint.Checkpoint) error {
 				fs, err := verify.Validate(ctx, c)
 				if err != nil {
 					return err

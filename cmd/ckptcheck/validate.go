@@ -68,9 +68,9 @@ func validateCommand() *cli.Command {
 					continue
 				}
 				// A directory of variants holds several checkpoints: each is
-				// validated on its own, unless --variant names one. A
-				// manifest describes one GGUF quantization: --variant says which.
-				scope := variantScope{quantizations: recorded == nil, others: true}
+				// validated on its own, unless --variant names one. With no
+				// plain one, a manifest is of one of them: --variant says which.
+				scope := variantScope{noPlain: recorded == nil, others: true}
 				first := len(findings)
 				taken, err := eachVariant(ctx, cmd, path, scope, func(c *checkpoint.Checkpoint) error {
 					inputs = append(inputs, verify.DescribeInput(c, ""))

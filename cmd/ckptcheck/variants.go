@@ -14,9 +14,10 @@ import (
 // variantScope says which checkpoints of a folder holding several a
 // command takes when --variant names none.
 type variantScope struct {
-	// quantizations: each GGUF checkpoint of a folder of several, one per
-	// quantization, rather than the usage error asking for --variant.
-	quantizations bool
+	// noPlain: each checkpoint of a folder of several and no plain one
+	// (GGUF files of several quantizations), rather than the usage error
+	// asking for --variant (checkpoint.VariantsError).
+	noPlain bool
 	// others: the folder's other variants (model.fp16.safetensors beside
 	// model.safetensors) after the plain one.
 	others bool
@@ -35,7 +36,7 @@ func eachVariant(ctx context.Context, cmd *cli.Command, path string, scope varia
 		opt.Variant = variants[i]
 		c, err := open(ctx, path, opt)
 		var several *checkpoint.VariantsError
-		if i == 0 && !pick && scope.quantizations && errors.As(err, &several) {
+		if i == 0 && !pick && scope.noPlain && errors.As(err, &several) {
 			variants = append(variants, several.Variants...)
 			continue
 		}
