@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	w "github.com/ckptcheck/ckptcheck/internal/ggufwrite"
+	"github.com/ckptcheck/ckptcheck/internal/remotetest"
 )
 
 // appendF32 "quantizes" to GGML's F32: the values as they are.
@@ -224,5 +225,45 @@ func TestGGUFVariantsEach(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Hub repo of GGUF quantizations (hf://org/name-GGUF) is validated
+// variant by variant as a local folder is, each input remote.
+func TestGGUFVariantsRemote(t *testing.T) {
+	hub, err := remotetest.NewHub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	dir := writeGGUFVariants(t)
+	truncateGGUF(t, dir, "tiny-Q8_0.gguf", "tiny-Q4_K_M.gguf", 200)
+	commit := strings.Repeat("cd", 20)
+	hub.Add("org/tiny-GGUF", &remotetest.Repo{Dir: dir, Commit: commit, Refs: map[string]string{"main": commit}})
+	t.Setenv("HF_ENDPOINT", hub.URL)
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HF_TOKEN", "")
+	code, out, stderr := ckptcheck(t, "validate", "--format", "json", "hf://org/tiny-GGUF")
+	var rep struct {
+		Inputs []struct {
+			Variant string
+			Remote  *struct{ Kind string }
+		}
+		Findings []struct{ Code, File string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stderr)
+	}
+	var variants []string
+	for _, in := range rep.Inputs {
+		variants = append(variants, in.Variant)
+		if in.Remote == nil {
+			t.Errorf("input %s is not remote", in.Variant)
+		}
+	}
+	if code != 1 || !slices.Equal(variants, []string{"tiny-F32", "tiny-Q4_K_M", "tiny-Q8_0"}) || len(rep.Findings) != 1 || !strings.HasSuffix(rep.Findings[0].File, "/tiny-Q4_K_M.gguf") {
+		t.Errorf("exit %d, inputs %q, findings %+v\n%s", code, variants, rep.Findings, stderr)
 	}
 }
