@@ -102,7 +102,11 @@ func ggufTokenizerChanges(ctx context.Context, p *companions, exp *checkpoint.Ch
 				name = s.Name
 			}
 		}
-		out = append(out, compareChatTemplates(newCompanions(exp, nil), a, ggufChatTemplate(f, name))...)
+		fs := compareChatTemplates(newCompanions(exp, nil), a, ggufChatTemplate(f, name))
+		for i := range fs {
+			fs[i].File = path // the GGUF file, also when the export was given as its folder
+		}
+		out = append(out, fs...)
 	}
 	return out, nil
 }
