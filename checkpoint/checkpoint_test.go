@@ -117,6 +117,15 @@ func TestVariants(t *testing.T) {
 	if _, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{Variant: "int8"}); err == nil || !strings.Contains(err.Error(), "fp16") {
 		t.Errorf("unknown variant: err = %v, want it to list the variants", err)
 	}
+	// Variants and no plain one: there is no default to read.
+	os.Remove(filepath.Join(dir, "model.safetensors"))
+	writeFile(t, filepath.Join(dir, "model.fp32.safetensors"), vec("x", 3))
+	_, err := checkpoint.Open(context.Background(), dir, checkpoint.Options{})
+	var several *checkpoint.VariantsError
+	if !errors.As(err, &several) || !slices.Equal(several.Variants, []string{"fp16", "fp32"}) ||
+		err.Error() != dir+": holds 2 checkpoints, one per variant, and no plain one: choose one with --variant (fp16, fp32)" {
+		t.Errorf("no plain one: err = %v, want a *VariantsError of fp16 and fp32", err)
+	}
 }
 
 func TestMissingShards(t *testing.T) {

@@ -83,8 +83,9 @@ func (c *Checkpoint) chooseFiles(ctx context.Context, variant string, anyVariant
 	if variant, err = matchGGUFVariant(c.Path, variant, stems); err != nil {
 		return "", nil, err
 	}
-	if variant == "" && !slices.Contains(variants, "") && len(variants) > 1 && len(stems) > 0 {
-		return "", nil, chooseGGUFVariant(c.Path, variants, stems)
+	if variant == "" && !slices.Contains(variants, "") && len(variants) > 1 && (len(stems) > 0 || len(otherIndexes) == 0) {
+		// Several checkpoints and no plain one to read by default.
+		return "", nil, &VariantsError{Path: c.Path, Variants: variants, stems: stems}
 	}
 	if variant == "" && !slices.Contains(variants, "") && len(variants) == 1 {
 		variant = variants[0] // only a variant: that is the checkpoint

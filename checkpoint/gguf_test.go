@@ -2,8 +2,11 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +90,28 @@ func TestOpenGGUFVariants(t *testing.T) {
 		}
 		if c.Variant != tt.want || len(c.Shards) != tt.shards || len(c.Variants) != 3 {
 			t.Errorf("--variant %q: variant %q with %d shards (others %v), want %q with %d", tt.variant, c.Variant, len(c.Shards), c.Variants, tt.want, tt.shards)
+		}
+		c.Close()
+	}
+	// The error lists the checkpoints, a set of splits as one, each a
+	// --variant that opens it: what validate and inspect take in turn.
+	_, err := Open(context.Background(), dir, Options{})
+	var several *VariantsError
+	if !errors.As(err, &several) || several.Path != dir {
+		t.Fatalf("no --variant: %v, want a *VariantsError of %s", err, dir)
+	}
+	shards := map[string]int{"Qwen3-8B-F16": 1, "Qwen3-8B-Q4_K_M": 1, "Qwen3-8B-Q8_0": 2, "mmproj-F16": 1}
+	if !slices.Equal(several.Variants, slices.Sorted(maps.Keys(shards))) {
+		t.Errorf("variants %q, want %v", several.Variants, slices.Sorted(maps.Keys(shards)))
+	}
+	for _, v := range several.Variants {
+		c, err := Open(context.Background(), dir, Options{Variant: v})
+		if err != nil {
+			t.Errorf("--variant %s: %v", v, err)
+			continue
+		}
+		if c.Variant != v || len(c.Shards) != shards[v] {
+			t.Errorf("--variant %s: variant %q with %d shards, want %d", v, c.Variant, len(c.Shards), shards[v])
 		}
 		c.Close()
 	}

@@ -100,10 +100,24 @@ func matchGGUFVariant(path, asked string, stems map[string]string) (string, erro
 	return "", fmt.Errorf("%s: --variant %s matches several GGUF checkpoints, give a file name: %s", path, asked, describeGGUFVariants(hits, stems))
 }
 
-// chooseGGUFVariant is the usage error of a folder of several GGUF
-// checkpoints opened without --variant.
-func chooseGGUFVariant(path string, variants []string, stems map[string]string) error {
-	return fmt.Errorf("%s: holds %d GGUF checkpoints, one per quantization: choose one with --variant (%s)", path, len(variants), describeGGUFVariants(variants, stems))
+// A VariantsError is the error of a folder of several checkpoints and no
+// plain one, opened without Options.Variant: GGUF files of several
+// quantizations, or model.fp16.safetensors beside model.fp32.safetensors.
+// A command that can take them all (validate, inspect) opens each of
+// Variants in turn; the others stop with it and its list.
+type VariantsError struct {
+	Path string
+	// Variants are the folder's checkpoints, sorted, each a valid
+	// Options.Variant.
+	Variants []string
+	stems    map[string]string // the GGUF files' variants, nil when none
+}
+
+func (e *VariantsError) Error() string {
+	if len(e.stems) == 0 {
+		return fmt.Sprintf("%s: holds %d checkpoints, one per variant, and no plain one: choose one with --variant (%s)", e.Path, len(e.Variants), strings.Join(e.Variants, ", "))
+	}
+	return fmt.Sprintf("%s: holds %d GGUF checkpoints, one per quantization: choose one with --variant (%s)", e.Path, len(e.Variants), describeGGUFVariants(e.Variants, e.stems))
 }
 
 // describeGGUFVariants writes variants for messages: each by its

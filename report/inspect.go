@@ -11,6 +11,27 @@ import (
 	"github.com/ckptcheck/ckptcheck/verify"
 )
 
+// writeInspections writes the report's inspection, or each of a folder's
+// checkpoints under a line naming it.
+func writeInspections(w io.Writer, r *verify.Report, depth int) error {
+	if r.Inspection != nil {
+		return writeInspection(w, r.Inspection, depth)
+	}
+	for i, v := range r.Inspections {
+		sep := ""
+		if i > 0 {
+			sep = "\n"
+		}
+		if _, err := fmt.Fprintf(w, "%s== %s [variant %s]\n", sep, quote(v.Path), quote(v.Variant)); err != nil {
+			return err
+		}
+		if err := writeInspection(w, v.Inspection, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeInspection lists an inspection's tensors (or its module tree), then
 // the totals.
 func writeInspection(w io.Writer, ins *verify.Inspection, depth int) error {

@@ -21,8 +21,8 @@ func Text(w io.Writer, r *verify.Report, opt Options) error {
 		return writeExplanation(w, r.Explanation)
 	}
 	var b strings.Builder
-	if r.Inspection != nil {
-		if err := writeInspection(w, r.Inspection, opt.Depth); err != nil {
+	if r.Inspection != nil || len(r.Inspections) > 0 {
+		if err := writeInspections(w, r, opt.Depth); err != nil {
 			return err
 		}
 		if len(r.Findings) == 0 && len(r.Suppressed) == 0 {

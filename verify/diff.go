@@ -150,11 +150,6 @@ func Diff(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt DiffOptions)
 	if !opt.WeightsOnly {
 		wg.Go(func() {
 			files, filesErr = CompareFiles(ctx, pub, exp, opt.Files)
-			if filesErr == nil {
-				var fs []Finding
-				fs, filesErr = ggufTokenizerChanges(ctx, pub, exp)
-				files = append(files, fs...)
-			}
 		})
 	}
 	for i, m := range sides {

@@ -33,7 +33,9 @@ const maxCompanionRead = 128 << 20
 // (config_changed), and tokenizer files, the chat template and the special
 // token ids are compared (tokenizer_changed). Files are compared by size
 // and the digests their sources know first, then by hashing; only files
-// that differ are read, to say what changed.
+// that differ are read, to say what changed. A GGUF export's embedded
+// tokenizer is compared with the published files too (see
+// ggufTokenizerChanges). Each side's files are listed once.
 func CompareFiles(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt FileOptions) ([]Finding, error) {
 	pf, err := pub.Companions(ctx)
 	if err != nil {
@@ -44,6 +46,19 @@ func CompareFiles(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt File
 		return nil, err
 	}
 	p, e := newCompanions(pub, pf), newCompanions(exp, ef)
+	out, err := compareCompanions(ctx, p, e, opt)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := ggufTokenizerChanges(ctx, p, exp)
+	return append(out, fs...), err
+}
+
+// compareCompanions judges the export's files beside the weights against
+// the published ones (see CompareFiles).
+func compareCompanions(ctx context.Context, p, e *companions, opt FileOptions) ([]Finding, error) {
+	pub, exp := p.c, e.c
+	pf, ef := p.list, e.list
 	missingSev := Warning
 	if opt.RequireFiles {
 		missingSev = Error
@@ -137,12 +152,13 @@ func CompareFiles(ctx context.Context, pub, exp *checkpoint.Checkpoint, opt File
 // decoded of them.
 type companions struct {
 	c       *checkpoint.Checkpoint
+	list    []checkpoint.FileInfo // sorted by name
 	files   map[string]checkpoint.FileInfo
 	objects map[string]map[string]any
 }
 
 func newCompanions(c *checkpoint.Checkpoint, files []checkpoint.FileInfo) *companions {
-	s := &companions{c: c, files: make(map[string]checkpoint.FileInfo, len(files))}
+	s := &companions{c: c, list: files, files: make(map[string]checkpoint.FileInfo, len(files))}
 	for _, fi := range files {
 		s.files[fi.Name] = fi
 	}

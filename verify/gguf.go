@@ -30,6 +30,20 @@ func ggufFinding(s *checkpoint.Shard) (Finding, bool) {
 	return Finding{Code: GGUFFormatCode(fe.Kind), Severity: Error, File: s.Path, Key: fe.Tensor, Message: msg}, true
 }
 
+// ggufWeights reports a checkpoint of GGUF files. Their config is their
+// metadata, checked against their tensors by ggufMetadata; a config.json
+// beside them (convert_hf_to_gguf.py writes into the Hugging Face folder)
+// is the Hugging Face weights', judged with them and against the GGUF
+// metadata by diff's gguf_config_mismatch. Judged against the GGUF's
+// tensors, it repeated the published side's findings on the same file and
+// made up a dtype mismatch.
+func ggufWeights(c *checkpoint.Checkpoint) bool {
+	return len(c.Shards) > 0 && !slices.ContainsFunc(c.Shards, func(s *checkpoint.Shard) bool {
+		f, ok := tensorfile.ByFileName(s.Name)
+		return !ok || f.Name() != gguf.Name
+	})
+}
+
 // isGGUF reports a readable GGUF shard.
 func isGGUF(s *checkpoint.Shard) bool {
 	_, ok := s.Header.(*gguf.File)
@@ -116,6 +130,8 @@ func ggufMetadataOf(f *gguf.File, files []*gguf.File, path string) []Finding {
 	if e := shapes["token_embd.weight"]; hasEmbd && len(e) == 2 && e[1] != embd {
 		bad("token_embd.weight", "%s.embedding_length is %d, but token_embd.weight is %s", arch, embd, tensorfile.FormatShape(e))
 	}
+	order := slices.Sorted(maps.Keys(layers))
+	out = append(out, ggufExperts(arch, u, shapes, order, path)...)
 	heads, ok := u("attention.head_count")
 	if !ok || heads == 0 || !headChecked[arch] {
 		return out
@@ -142,11 +158,46 @@ func ggufMetadataOf(f *gguf.File, files []*gguf.File, path string) []Finding {
 		{"attn_k", kvHeads * keyLen, "head_count_kv × key_length", kvHeads, keyLen},
 		{"attn_v", kvHeads * valLen, "head_count_kv × value_length", kvHeads, valLen},
 	} {
-		for _, l := range slices.Sorted(maps.Keys(layers)) {
+		for _, l := range order {
 			name := "blk." + strconv.FormatUint(l, 10) + "." + c.name + ".weight"
 			if sh := shapes[name]; len(sh) == 2 && sh[0] != c.rows {
 				bad(name, "%s is %s, but the metadata's %s is %d × %d = %d rows", name, tensorfile.FormatShape(sh), c.what, c.heads, c.width, c.rows)
 				break // one finding a projection, not one a layer
+			}
+		}
+	}
+	return out
+}
+
+// ggufStackedExperts are the tensors of an MoE layer whose first row-major
+// dimension is the expert, as llama.cpp's loaders create them: the stacked
+// experts [E, ff, H] (gate and up; down [E, H, ff]), gpt-oss's biases of
+// them [E, ff] and of the router [E], the router [E, H], deepseek2's
+// expert score bias [E]. Shared experts (ffn_*_shexp) are single matrices.
+var ggufStackedExperts = []string{"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
+	"ffn_gate_up_exps.weight", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias", "ffn_gate_inp.bias", "exp_probs_b.bias"}
+
+// ggufExperts checks an MoE file's expert_count against the experts its
+// layers stack (llama.cpp's loader refuses any other shape), and
+// expert_used_count against expert_count. Legacy files with one tensor an
+// expert (blk.N.ffn_gate.E.weight) stack none and are not checked.
+func ggufExperts(arch string, u func(string) (uint64, bool), shapes map[string][]uint64, layers []uint64, path string) []Finding {
+	experts, ok := u("expert_count")
+	if !ok {
+		return nil
+	}
+	var out []Finding
+	if used, ok := u("expert_used_count"); ok && used > experts {
+		out = append(out, Finding{Code: CodeGGUFMetadataMismatch, Severity: Error, File: path,
+			Message: fmt.Sprintf("%s.expert_used_count is %d, more than its %d experts (%s.expert_count)", arch, used, experts, arch)})
+	}
+	for _, part := range ggufStackedExperts {
+		for _, l := range layers {
+			name := "blk." + strconv.FormatUint(l, 10) + "." + part
+			if sh := shapes[name]; len(sh) > 0 && sh[0] != experts {
+				out = append(out, Finding{Code: CodeGGUFMetadataMismatch, Severity: Error, File: path, Key: name,
+					Message: fmt.Sprintf("%s is %s, but the metadata's %s.expert_count is %d", name, tensorfile.FormatShape(sh), arch, experts)})
+				break // one finding a tensor kind, not one a layer
 			}
 		}
 	}

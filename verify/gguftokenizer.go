@@ -29,22 +29,18 @@ var ggufSpecialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"
 const ggufTemplateKey = "tokenizer.chat_template"
 
 // ggufTokenizerChanges compares a GGUF export's embedded tokenizer with the
-// published tokenizer.json, tokenizer_config.json (or
-// special_tokens_map.json), config.json and chat template: a vocabulary of
+// published files p (tokenizer.json, tokenizer_config.json or
+// special_tokens_map.json, config.json, the chat template): a vocabulary of
 // another size, a special token id naming another token, or a chat
 // template changed is tokenizer_changed (warning). Only counts and the
 // special tokens' strings are compared: the token array the header holds
 // is indexed, never copied.
-func ggufTokenizerChanges(ctx context.Context, pub, exp *checkpoint.Checkpoint) ([]Finding, error) {
+func ggufTokenizerChanges(ctx context.Context, p *companions, exp *checkpoint.Checkpoint) ([]Finding, error) {
 	f, path := ggufMetaShard(exp)
 	if f == nil {
 		return nil, nil
 	}
-	pf, err := pub.Companions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p := newCompanions(pub, pf)
+	pub := p.c
 	var tokens []string
 	if v, ok := f.Lookup("tokenizer.ggml.tokens"); ok {
 		tokens, _ = v.Strings()
@@ -106,7 +102,11 @@ func ggufTokenizerChanges(ctx context.Context, pub, exp *checkpoint.Checkpoint) 
 				name = s.Name
 			}
 		}
-		out = append(out, compareChatTemplates(newCompanions(exp, nil), a, ggufChatTemplate(f, name))...)
+		fs := compareChatTemplates(newCompanions(exp, nil), a, ggufChatTemplate(f, name))
+		for i := range fs {
+			fs[i].File = path // the GGUF file, also when the export was given as its folder
+		}
+		out = append(out, fs...)
 	}
 	return out, nil
 }

@@ -24,6 +24,14 @@ type Inspection struct {
 	Adapter *AdapterInspection `json:"adapter,omitempty"`
 }
 
+// A VariantInspection is the inspection of one checkpoint of a folder
+// holding several, named by its variant and path; its fields are inlined.
+type VariantInspection struct {
+	Variant string `json:"variant"`
+	Path    string `json:"path"`
+	*Inspection
+}
+
 // A TensorRow is one tensor of an inspection.
 type TensorRow struct {
 	Name       string            `json:"name"`

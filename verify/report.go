@@ -31,6 +31,10 @@ type Report struct {
 	LoRA *LoRAReport `json:"lora,omitempty"`
 	// Inspection is what inspect lists; its fields are inlined.
 	*Inspection
+	// Inspections are what inspect lists of a folder holding several
+	// checkpoints (one per GGUF quantization), one for each, in the order
+	// of Inputs; Inspection is then nil.
+	Inspections []VariantInspection `json:"inspections,omitempty"`
 	// Explanation is diff --explain's answer.
 	Explanation *Explanation `json:"explanation,omitempty"`
 	// Suppressed are the findings a baseline accepted (Baseline.Apply),

@@ -36,7 +36,9 @@ func Validate(ctx context.Context, c *checkpoint.Checkpoint) ([]Finding, error) 
 		out = append(out, sc.findings...)
 	}
 	out = append(out, validateIndex(c, scans)...)
-	out = append(out, validateConfig(c, scans)...)
+	if !ggufWeights(c) {
+		out = append(out, validateConfig(c, scans)...)
+	}
 	out = append(out, quantStructure(c)...)
 	out = append(out, ggufSplits(c)...)
 	if c.NumTensors() == 0 && !slices.ContainsFunc(out, func(f Finding) bool { return f.Severity == Error }) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,40 +91,77 @@ func TestExplainJSONCarriesSchema(t *testing.T) {
 }
 
 // TestVariants: validate checks every variant of a directory as its own
-// checkpoint; diff reads the plain one unless --variant says.
+// checkpoint (an input each); diff and inspect read the plain one unless
+// --variant says. A directory of variants and no plain one is inspected
+// variant by variant, and diff asks which (exit 2).
 func TestVariants(t *testing.T) {
-	dir := t.TempDir()
 	bf16 := fixture.Tiny.Tensors(safetensors.BF16)
-	fixture.WriteFile(filepath.Join(dir, "model.safetensors"), bf16, nil)
 	var up []fixture.Tensor
 	for _, x := range bf16 {
 		up = append(up, fixture.Upcast(x))
 	}
-	fixture.WriteFile(filepath.Join(dir, "model.fp32.safetensors"), up, nil)
-	code, out, _ := ckptcheck(t, "validate", dir, "--format", "json")
-	var rep struct {
-		Inputs []struct {
-			Variant string
-			Files   []string
-		}
-		Findings []struct{ Code string }
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if code != 0 || len(rep.Inputs) != 2 || rep.Inputs[1].Variant != "fp32" {
-		t.Errorf("exit %d: %+v", code, rep)
-	}
-	for _, f := range rep.Findings {
-		if f.Code == "duplicate_key_across_shards" {
-			t.Error("variants are not shards of one checkpoint")
-		}
-	}
-	if code, out, _ := ckptcheck(t, "diff", "../../testdata/published", dir, "--variant", "fp32"); code != 0 || !strings.Contains(out, "variant fp32") {
-		t.Errorf("diff --variant fp32: exit %d\n%s", code, out)
-	}
-	if code, _, _ := ckptcheck(t, "diff", "../../testdata/published", dir, "--variant", "int4"); code != 2 {
-		t.Errorf("an unknown variant: exit %d", code)
+	for _, tt := range []struct {
+		name, plain string // plain is the other file beside model.fp32.safetensors
+		variants    []string
+		inspected   []string // the variants inspect lists, one each; nil: the plain one alone
+	}{
+		{name: "beside the plain one", plain: "model.safetensors", variants: []string{"", "fp32"}},
+		{name: "no plain one", plain: "model.fp16.safetensors", variants: []string{"fp16", "fp32"}, inspected: []string{"fp16", "fp32"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fixture.WriteFile(filepath.Join(dir, tt.plain), bf16, nil)
+			fixture.WriteFile(filepath.Join(dir, "model.fp32.safetensors"), up, nil)
+			var rep struct {
+				Inputs []struct {
+					Variant string
+					Files   []string
+				}
+				Findings    []struct{ Code string }
+				Inspections []struct{ Variant string }
+			}
+			code, out, _ := ckptcheck(t, "validate", dir, "--format", "json")
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			var variants []string
+			for _, in := range rep.Inputs {
+				variants = append(variants, in.Variant)
+			}
+			if code != 0 || !slices.Equal(variants, tt.variants) {
+				t.Errorf("exit %d, inputs %q, want %q: %+v", code, variants, tt.variants, rep)
+			}
+			for _, f := range rep.Findings {
+				if f.Code == "duplicate_key_across_shards" {
+					t.Error("variants are not shards of one checkpoint")
+				}
+				if f.Code == "variants" {
+					t.Error("every variant was checked: no note that the others were not")
+				}
+			}
+			code, out, _ = ckptcheck(t, "inspect", dir, "--format", "json")
+			rep.Inspections = nil
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			var inspected []string
+			for _, ins := range rep.Inspections {
+				inspected = append(inspected, ins.Variant)
+			}
+			if code != 0 || !slices.Equal(inspected, tt.inspected) {
+				t.Errorf("inspect: exit %d, inspected %q, want %q", code, inspected, tt.inspected)
+			}
+			if code, out, _ := ckptcheck(t, "diff", "../../testdata/published", dir, "--variant", "fp32"); code != 0 || !strings.Contains(out, "variant fp32") {
+				t.Errorf("diff --variant fp32: exit %d\n%s", code, out)
+			}
+			if code, _, _ := ckptcheck(t, "diff", "../../testdata/published", dir, "--variant", "int4"); code != 2 {
+				t.Errorf("an unknown variant: exit %d", code)
+			}
+			code, _, stderr := ckptcheck(t, "diff", "../../testdata/published", dir)
+			if tt.inspected != nil && (code != 2 || !strings.Contains(stderr, "holds 2 checkpoints, one per variant, and no plain one: choose one with --variant (fp16, fp32)")) {
+				t.Errorf("diff of variants without --variant: exit %d\n%s", code, stderr)
+			}
+		})
 	}
 }
 

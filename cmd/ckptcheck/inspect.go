@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/ckptcheck/ckptcheck/adapter"
+	"github.com/ckptcheck/ckptcheck/checkpoint"
 	"github.com/ckptcheck/ckptcheck/report"
 	"github.com/ckptcheck/ckptcheck/verify"
 )
@@ -50,22 +51,38 @@ func inspectCommand() *cli.Command {
 				rep.Inspection = verify.InspectDCP(in.step, filter, cmd.Bool("tree"))
 				return emit(cmd, rep, report.Options{Depth: int(cmd.Int("depth"))})
 			}
-			c, err := open(ctx, cmd.Args().First(), openOptions(cmd))
+			// A folder of variants and no plain one (GGUF quantizations) is
+			// inspected one checkpoint after another, into one report.
+			var inputs []verify.Input
+			var findings []verify.Finding
+			var inspections []verify.VariantInspection
+			taken, err := eachVariant(ctx, cmd, cmd.Args().First(), variantScope{noPlain: true}, func(c *checkpoint.Checkpoint) error {
+				fs, err := verify.Validate(ctx, c)
+				if err != nil {
+					return err
+				}
+				ins := verify.Inspect(c, filter, cmd.Bool("tree"))
+				if err := c.Unchanged(); err != nil {
+					return err
+				}
+				inputs, findings = append(inputs, verify.DescribeInput(c, "")), append(findings, fs...)
+				inspections = append(inspections, verify.VariantInspection{Variant: c.Variant, Path: c.Path, Inspection: ins})
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			findings, err := verify.Validate(ctx, c)
+			if taken > 1 {
+				findings = withoutVariantsNotes(findings)
+			}
+			rep, err := newReport(cmd, "inspect", inputs, findings)
 			if err != nil {
 				return err
 			}
-			rep, err := newReport(cmd, "inspect", []verify.Input{verify.DescribeInput(c, "")}, findings)
-			if err != nil {
-				return err
-			}
-			rep.Inspection = verify.Inspect(c, filter, cmd.Bool("tree"))
-			if err := c.Unchanged(); err != nil {
-				return err
+			if len(inspections) == 1 {
+				rep.Inspection = inspections[0].Inspection
+			} else {
+				rep.Inspections = inspections
 			}
 			return emit(cmd, rep, report.Options{Depth: int(cmd.Int("depth"))})
 		},

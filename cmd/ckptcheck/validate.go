@@ -68,18 +68,11 @@ func validateCommand() *cli.Command {
 					continue
 				}
 				// A directory of variants holds several checkpoints: each is
-				// validated on its own, unless --variant names one.
-				variants := []string{cmd.String("variant")}
-				for i := 0; i < len(variants); i++ {
-					opt := openOptions(cmd)
-					opt.Variant = variants[i]
-					c, err := open(ctx, path, opt)
-					if err != nil {
-						return err
-					}
-					if i == 0 && !cmd.IsSet("variant") {
-						variants = append(variants, c.Variants...)
-					}
+				// validated on its own, unless --variant names one. With no
+				// plain one, a manifest is of one of them: --variant says which.
+				scope := variantScope{noPlain: recorded == nil, others: true}
+				first := len(findings)
+				taken, err := eachVariant(ctx, cmd, path, scope, func(c *checkpoint.Checkpoint) error {
 					inputs = append(inputs, verify.DescribeInput(c, ""))
 					fs, err := verify.Validate(ctx, c)
 					if err == nil {
@@ -88,12 +81,14 @@ func validateCommand() *cli.Command {
 					if err == nil {
 						err = c.Unchanged()
 					}
-					err = changedFirst(err, c)
 					findings = append(findings, fs...)
-					c.Close()
-					if err != nil {
-						return err
-					}
+					return changedFirst(err, c)
+				})
+				if err != nil {
+					return err
+				}
+				if taken > 1 {
+					findings = append(findings[:first], withoutVariantsNotes(findings[first:])...)
 				}
 			}
 			rep, err := newReport(cmd, "validate", inputs, findings)
