@@ -8,8 +8,8 @@ import (
 	w "github.com/ckptcheck/ckptcheck/internal/ggufwrite"
 )
 
-// ggufF32 is an F32 tensor of zeros, dims in GGML order.
-func ggufF32(name string, dims ...uint64) w.Tensor {
+// ggufZeros is an F32 tensor of zeros, dims in GGML order.
+func ggufZeros(name string, dims ...uint64) w.Tensor {
 	n := uint64(4)
 	for _, d := range dims {
 		n *= d
@@ -24,25 +24,25 @@ func TestValidateGGUFExperts(t *testing.T) {
 	const hidden, ff, experts = 16, 8, 4
 	// moe is an MoE layer's tensors, GGML order (row-major reversed).
 	moe := func(blk string, biases bool) []w.Tensor {
-		ts := []w.Tensor{ggufF32(blk+"ffn_gate_inp.weight", hidden, experts),
-			ggufF32(blk+"ffn_gate_exps.weight", hidden, ff, experts), ggufF32(blk+"ffn_up_exps.weight", hidden, ff, experts),
-			ggufF32(blk+"ffn_down_exps.weight", ff, hidden, experts)}
+		ts := []w.Tensor{ggufZeros(blk+"ffn_gate_inp.weight", hidden, experts),
+			ggufZeros(blk+"ffn_gate_exps.weight", hidden, ff, experts), ggufZeros(blk+"ffn_up_exps.weight", hidden, ff, experts),
+			ggufZeros(blk+"ffn_down_exps.weight", ff, hidden, experts)}
 		if biases { // gpt-oss
-			ts = append(ts, ggufF32(blk+"ffn_gate_exps.bias", ff, experts), ggufF32(blk+"ffn_up_exps.bias", ff, experts),
-				ggufF32(blk+"ffn_down_exps.bias", hidden, experts), ggufF32(blk+"ffn_gate_inp.bias", experts))
+			ts = append(ts, ggufZeros(blk+"ffn_gate_exps.bias", ff, experts), ggufZeros(blk+"ffn_up_exps.bias", ff, experts),
+				ggufZeros(blk+"ffn_down_exps.bias", hidden, experts), ggufZeros(blk+"ffn_gate_inp.bias", experts))
 		}
 		return ts
 	}
 	attention := func(blk string, heads, kvHeads, headDim uint64) []w.Tensor {
-		return []w.Tensor{ggufF32(blk+"attn_q.weight", hidden, heads*headDim), ggufF32(blk+"attn_k.weight", hidden, kvHeads*headDim),
-			ggufF32(blk+"attn_v.weight", hidden, kvHeads*headDim), ggufF32(blk+"attn_output.weight", heads*headDim, hidden)}
+		return []w.Tensor{ggufZeros(blk+"attn_q.weight", hidden, heads*headDim), ggufZeros(blk+"attn_k.weight", hidden, kvHeads*headDim),
+			ggufZeros(blk+"attn_v.weight", hidden, kvHeads*headDim), ggufZeros(blk+"attn_output.weight", heads*headDim, hidden)}
 	}
 	files := map[string]w.File{
 		"qwen3moe": {KV: []w.KV{w.P("general.architecture", w.Str("qwen3moe")), w.P("qwen3moe.block_count", w.U32(1)),
 			w.P("qwen3moe.embedding_length", w.U32(hidden)), w.P("qwen3moe.attention.head_count", w.U32(4)),
 			w.P("qwen3moe.attention.head_count_kv", w.U32(2)), w.P("qwen3moe.attention.key_length", w.U32(4)),
 			w.P("qwen3moe.expert_count", w.U32(experts)), w.P("qwen3moe.expert_used_count", w.U32(2))},
-			Tensors: slices.Concat([]w.Tensor{ggufF32("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 2, 4), moe("blk.0.", false))},
+			Tensors: slices.Concat([]w.Tensor{ggufZeros("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 2, 4), moe("blk.0.", false))},
 		// deepseek2: MLA written as MQA (one KV head of kv_lora_rank +
 		// the RoPE dimensions), the first layer dense, the expert score
 		// bias, a shared expert.
@@ -53,26 +53,26 @@ func TestValidateGGUFExperts(t *testing.T) {
 			w.P("deepseek2.attention.kv_lora_rank", w.U32(16)), w.P("deepseek2.rope.dimension_count", w.U32(8)),
 			w.P("deepseek2.leading_dense_block_count", w.U32(1)), w.P("deepseek2.expert_count", w.U32(experts)),
 			w.P("deepseek2.expert_used_count", w.U32(2)), w.P("deepseek2.expert_shared_count", w.U32(1))},
-			Tensors: slices.Concat([]w.Tensor{ggufF32("token_embd.weight", hidden, 10)},
-				[]w.Tensor{ggufF32("blk.0.attn_q_a.weight", hidden, 12), ggufF32("blk.0.attn_q_b.weight", 12, 4*16),
-					ggufF32("blk.0.attn_kv_a_mqa.weight", hidden, 16+8), ggufF32("blk.0.attn_k_b.weight", 8, 16, 4),
-					ggufF32("blk.0.attn_v_b.weight", 16, 8, 4), ggufF32("blk.0.attn_output.weight", 4*8, hidden),
-					ggufF32("blk.0.ffn_gate.weight", hidden, 24), ggufF32("blk.0.ffn_up.weight", hidden, 24), ggufF32("blk.0.ffn_down.weight", 24, hidden)},
-				[]w.Tensor{ggufF32("blk.1.attn_q_a.weight", hidden, 12), ggufF32("blk.1.attn_q_b.weight", 12, 4*16),
-					ggufF32("blk.1.attn_kv_a_mqa.weight", hidden, 16+8), ggufF32("blk.1.attn_output.weight", 4*8, hidden),
-					ggufF32("blk.1.exp_probs_b.bias", experts), ggufF32("blk.1.ffn_gate_shexp.weight", hidden, ff)},
+			Tensors: slices.Concat([]w.Tensor{ggufZeros("token_embd.weight", hidden, 10)},
+				[]w.Tensor{ggufZeros("blk.0.attn_q_a.weight", hidden, 12), ggufZeros("blk.0.attn_q_b.weight", 12, 4*16),
+					ggufZeros("blk.0.attn_kv_a_mqa.weight", hidden, 16+8), ggufZeros("blk.0.attn_k_b.weight", 8, 16, 4),
+					ggufZeros("blk.0.attn_v_b.weight", 16, 8, 4), ggufZeros("blk.0.attn_output.weight", 4*8, hidden),
+					ggufZeros("blk.0.ffn_gate.weight", hidden, 24), ggufZeros("blk.0.ffn_up.weight", hidden, 24), ggufZeros("blk.0.ffn_down.weight", 24, hidden)},
+				[]w.Tensor{ggufZeros("blk.1.attn_q_a.weight", hidden, 12), ggufZeros("blk.1.attn_q_b.weight", 12, 4*16),
+					ggufZeros("blk.1.attn_kv_a_mqa.weight", hidden, 16+8), ggufZeros("blk.1.attn_output.weight", 4*8, hidden),
+					ggufZeros("blk.1.exp_probs_b.bias", experts), ggufZeros("blk.1.ffn_gate_shexp.weight", hidden, ff)},
 				moe("blk.1.", false))},
 		"gpt-oss": {KV: []w.KV{w.P("general.architecture", w.Str("gpt-oss")), w.P("gpt-oss.block_count", w.U32(1)),
 			w.P("gpt-oss.embedding_length", w.U32(hidden)), w.P("gpt-oss.attention.head_count", w.U32(4)),
 			w.P("gpt-oss.expert_count", w.U32(experts)), w.P("gpt-oss.expert_used_count", w.U32(2))},
-			Tensors: slices.Concat([]w.Tensor{ggufF32("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 1, 4), moe("blk.0.", true))},
+			Tensors: slices.Concat([]w.Tensor{ggufZeros("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 1, 4), moe("blk.0.", true))},
 		// Mixtral as llama.cpp wrote it before stacking: one tensor an
 		// expert, nothing stacked to check.
 		"legacy mixtral": {KV: []w.KV{w.P("general.architecture", w.Str("llama")), w.P("llama.block_count", w.U32(1)),
 			w.P("llama.embedding_length", w.U32(hidden)), w.P("llama.attention.head_count", w.U32(4)),
 			w.P("llama.attention.head_count_kv", w.U32(2)), w.P("llama.expert_count", w.U32(2)), w.P("llama.expert_used_count", w.U32(2))},
-			Tensors: slices.Concat([]w.Tensor{ggufF32("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 2, 4),
-				[]w.Tensor{ggufF32("blk.0.ffn_gate_inp.weight", hidden, 2), ggufF32("blk.0.ffn_gate.0.weight", hidden, ff), ggufF32("blk.0.ffn_gate.1.weight", hidden, ff)})},
+			Tensors: slices.Concat([]w.Tensor{ggufZeros("token_embd.weight", hidden, 10)}, attention("blk.0.", 4, 2, 4),
+				[]w.Tensor{ggufZeros("blk.0.ffn_gate_inp.weight", hidden, 2), ggufZeros("blk.0.ffn_gate.0.weight", hidden, ff), ggufZeros("blk.0.ffn_gate.1.weight", hidden, ff)})},
 	}
 	stacked := []string{"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.0.ffn_down_exps.weight"}
 	for _, tt := range []struct {
