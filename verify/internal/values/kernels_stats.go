@@ -67,6 +67,10 @@ type kernel struct {
 	pf, ef [chunkElems]float64 // a chunk's decoded values, where needed
 	cmax   [][lanes]float64    // each chunk's largest |d|, by lane, of the last add
 
+	// steps, while set, measures the steps of the elements being added in
+	// the statistics' pass over them (codec_fused.go).
+	steps *fusedSteps
+
 	// The block under way (see begin).
 	r          partial
 	b          block
@@ -166,13 +170,19 @@ func (k *kernel) add(p, e []byte) {
 		r.eVaries = r.eVaries || differs(e[i*b.esz:j*b.esz], k.e0)
 		saved := *st
 		st.max = [lanes]float64{-1, -1, -1, -1}
-		if k.mode != kernelsReference {
+		switch {
+		case k.steps != nil:
+			k.steps.chunk(k, b, off, m)
+		case k.mode != kernelsReference:
 			k.fast(b, off, m)
 		}
 		if k.mode == kernelsReference || !finiteLanes(&st.sum[0]) {
 			*st = saved
 			st.max = [lanes]float64{-1, -1, -1, -1}
 			k.slowChunk(r, b, off, m, base)
+			if k.steps != nil {
+				k.steps.redo(b, off, m)
+			}
 		}
 		k.cmax = append(k.cmax, st.max)
 	}

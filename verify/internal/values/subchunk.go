@@ -73,6 +73,7 @@ type subBuffers struct {
 	vals, steps, plain []float32
 	vector             vectorSteps
 	portable           oneSideSteps
+	fused              fusedSteps
 }
 
 // subResult is what the sub-chunked path found of a block.
@@ -109,6 +110,12 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	if lean {
 		loop = leanStepLoop(pd, ed)
 	}
+	// The codec loop measures the steps in the statistics' pass, where it
+	// exists (the exported side decoded, the published BF16).
+	var codec codecLoop
+	if res.hasSteps && lean && side == 1 {
+		codec = codecStepLoop(pd, ed, p.Tolerance)
+	}
 	if res.hasSteps {
 		if loop != nil {
 			sb.vector.begin(loop, pd, ed, lean)
@@ -129,8 +136,13 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		}
 		var piece [2][]byte
 		piece[side], piece[1-side] = f32Bytes(vals), raw[1-side][lo*psz:hi*psz]
+		// The kernels read the plain side in place only where it is aligned.
+		withSteps := codec != nil && aligned(piece[1-side], psz)
 		switch {
 		case !res.hasSteps:
+		case withSteps:
+			sb.fused = fusedSteps{v: &sb.vector, loop: codec, steps: steps}
+			k.steps = &sb.fused
 		case loop != nil:
 			sb.vector.add(piece[0], piece[1], steps)
 		default:
@@ -145,6 +157,10 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		res.exact = res.exact && exactBlock(pd, ed, piece[0], piece[1])
 		res.rounds = res.rounds && roundsTo(pd, piece[0], piece[1])
 		k.add(piece[0], piece[1])
+		if withSteps {
+			k.steps = nil
+			sb.vector.done += len(steps)
+		}
 	}
 	res.part = k.end(true)
 	if res.hasSteps {

@@ -1,0 +1,169 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "go_asm.h"
+
+// The codec loops of codec_fused.go: four elements an iteration, p (BF16)
+// in Y10, e (F32) in Y11, the step in Y12, as float64. The statistics
+// lanes are kernels_amd64.s's: Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e,
+// Y5 elements outside the tolerance, Y6 the largest |d|; the step lanes
+// steps_amd64.s's LEAN: Y7 Σs², Y8 elements outside, Y9 the largest
+// ratio. Constants are read from memory (DX laneState, BX stepLanes): no
+// register is left for them. The products of widened float32 values are
+// exact, so a fused multiply-add is the multiply and the add; Σs² is
+// not one, as a step may be a NaN (no chunk is done again for it) and a
+// fused multiply-add may keep another NaN's payload.
+//
+// The elements outside a half step are counted unmasked: a chunk with a
+// NaN or an infinity is counted again (fusedSteps.redo). The division
+// (RATIO) runs only when |d| > s · trig, trig being the lane's largest
+// ratio times maxSkip/2.
+
+// CODEC measures the four elements; TOL sets Y12 to the mask of |d| (Y13)
+// beyond the tolerance.
+#define CODEC(TOL) \
+	VPMOVZXWD 0(SI), X10 \
+	VPSLLD $16, X10, X10 \
+	VCVTPS2PD X10, Y10 \
+	VCVTPS2PD 0(DI), Y11 \
+	VSUBPD Y10, Y11, Y12 \
+	VANDPD stepLanes_abs(BX), Y12, Y13 \
+	VADDPD Y13, Y0, Y0 \
+	VMULPD Y12, Y12, Y12 \
+	VADDPD Y12, Y1, Y1 \
+	VFMADD231PD Y10, Y10, Y2 \
+	VFMADD231PD Y11, Y11, Y3 \
+	VFMADD231PD Y11, Y10, Y4 \
+	TOL \
+	VPSUBQ Y12, Y5, Y5 \
+	VMAXPD Y13, Y6, Y6 \
+	VCVTPS2PD 0(R8), Y12 \
+	VMULPD Y12, Y12, Y14 \
+	VADDPD Y14, Y7, Y7 \
+	VMULPD stepLanes_k2(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VPSUBQ Y14, Y8, Y8 \
+	VMULPD stepLanes_trig(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VMOVMSKPD Y14, AX
+
+// TOLR is atol + rtol·|p|, as the kernels compute it.
+#define TOLR \
+	VANDPD stepLanes_abs(BX), Y10, Y12 \
+	VMULPD laneState_rtol(DX), Y12, Y12 \
+	VADDPD laneState_atol(DX), Y12, Y12 \
+	VCMPPD $0x1e, Y12, Y13, Y12
+
+// TOLA is atol: with rtol 0 that is atol + rtol·|p| for a finite p.
+#define TOLA \
+	VCMPPD $0x1e, laneState_atol(DX), Y13, Y12
+
+// RATIO folds the ratios of the four elements into Y9 (|d|/half, 0 where
+// |d| is 0 or the pair is not finite) and sets trig again.
+#define RATIO \
+	VMULPD stepLanes_half(BX), Y12, Y12 \
+	VDIVPD Y12, Y13, Y14 \
+	VXORPD Y15, Y15, Y15 \
+	VCMPPD $0x0, Y15, Y13, Y10 \
+	VANDNPD Y14, Y10, Y14 \
+	VSUBPD Y13, Y13, Y11 \
+	VCMPPD $0x0, Y15, Y11, Y11 \
+	VANDPD Y11, Y14, Y14 \
+	VMAXPD Y14, Y9, Y9 \
+	VMULPD stepLanes_skip(BX), Y9, Y14 \
+	VMULPD stepLanes_half(BX), Y14, Y14 \
+	VMOVUPD Y14, stepLanes_trig(BX)
+
+// func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), SI
+	MOVQ e+8(FP), DI
+	MOVQ s+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ st+32(FP), DX
+	MOVQ sl+40(FP), BX
+	SHRQ $2, CX
+	JZ done
+	VMOVUPD laneState_sum+0(DX), Y0
+	VMOVUPD laneState_sum+32(DX), Y1
+	VMOVUPD laneState_sum+64(DX), Y2
+	VMOVUPD laneState_sum+96(DX), Y3
+	VMOVUPD laneState_sum+128(DX), Y4
+	VMOVDQU laneState_out(DX), Y5
+	VMOVUPD laneState_max(DX), Y6
+	VMOVUPD stepLanes_s2(BX), Y7
+	VMOVDQU stepLanes_out(BX), Y8
+	VMOVUPD stepLanes_rmax(BX), Y9
+loop:
+	CODEC(TOLR)
+	TESTL AX, AX
+	JNZ ratio
+next:
+	ADDQ $8, SI
+	ADDQ $16, DI
+	ADDQ $16, R8
+	DECQ CX
+	JNZ loop
+	VMOVUPD Y0, laneState_sum+0(DX)
+	VMOVUPD Y1, laneState_sum+32(DX)
+	VMOVUPD Y2, laneState_sum+64(DX)
+	VMOVUPD Y3, laneState_sum+96(DX)
+	VMOVUPD Y4, laneState_sum+128(DX)
+	VMOVDQU Y5, laneState_out(DX)
+	VMOVUPD Y6, laneState_max(DX)
+	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVDQU Y8, stepLanes_out(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
+	VZEROUPPER
+done:
+	RET
+ratio:
+	RATIO
+	JMP next
+
+// func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), SI
+	MOVQ e+8(FP), DI
+	MOVQ s+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ st+32(FP), DX
+	MOVQ sl+40(FP), BX
+	SHRQ $2, CX
+	JZ done
+	VMOVUPD laneState_sum+0(DX), Y0
+	VMOVUPD laneState_sum+32(DX), Y1
+	VMOVUPD laneState_sum+64(DX), Y2
+	VMOVUPD laneState_sum+96(DX), Y3
+	VMOVUPD laneState_sum+128(DX), Y4
+	VMOVDQU laneState_out(DX), Y5
+	VMOVUPD laneState_max(DX), Y6
+	VMOVUPD stepLanes_s2(BX), Y7
+	VMOVDQU stepLanes_out(BX), Y8
+	VMOVUPD stepLanes_rmax(BX), Y9
+loop:
+	CODEC(TOLA)
+	TESTL AX, AX
+	JNZ ratio
+next:
+	ADDQ $8, SI
+	ADDQ $16, DI
+	ADDQ $16, R8
+	DECQ CX
+	JNZ loop
+	VMOVUPD Y0, laneState_sum+0(DX)
+	VMOVUPD Y1, laneState_sum+32(DX)
+	VMOVUPD Y2, laneState_sum+64(DX)
+	VMOVUPD Y3, laneState_sum+96(DX)
+	VMOVUPD Y4, laneState_sum+128(DX)
+	VMOVDQU Y5, laneState_out(DX)
+	VMOVUPD Y6, laneState_max(DX)
+	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVDQU Y8, stepLanes_out(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
+	VZEROUPPER
+done:
+	RET
+ratio:
+	RATIO
+	JMP next

@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package values
+
+import "github.com/ckptcheck/ckptcheck/safetensors"
+
+// Without a codec loop the sub-chunked path makes its two passes.
+func codecStepLoop(p, e safetensors.DType, tol Tolerance) codecLoop { return nil }
