@@ -24,7 +24,7 @@ type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 type fusedSteps struct {
 	v     *vectorSteps
 	loop  codecLoop
-	steps []float32      // the piece's steps
+	steps []float32     // the piece's steps
 	saved [lanes]uint64 // the lanes' elements outside before the chunk
 }
 
