@@ -3,29 +3,32 @@
 #include "textflag.h"
 #include "go_asm.h"
 
-// The codec loops of codec_fused.go: four elements an iteration, p (BF16)
-// in Y10, e (F32) in Y11, the step in Y12, as float64. The statistics
-// lanes are kernels_amd64.s's: Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e,
-// Y5 elements outside the tolerance, Y6 the largest |d|; the step lanes
-// steps_amd64.s's LEAN: Y7 Σs², Y8 elements outside, Y9 the largest
-// ratio. Constants are read from memory (DX laneState, BX stepLanes): no
-// register is left for them. The products of widened float32 values are
-// exact, so a fused multiply-add is the multiply and the add; Σs² is
-// not one, as a step may be a NaN (no chunk is done again for it) and a
-// fused multiply-add may keep another NaN's payload.
+// The codec loops of codec_fused.go: sixteen elements an iteration, in
+// four groups of four; of a group, p (BF16) in Y10, e (F32) in Y11, the
+// step in Y12, as float64. The statistics lanes are kernels_amd64.s's:
+// Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e, Y5 elements outside the
+// tolerance, Y6 the largest |d|; the step lanes steps_amd64.s's LEAN:
+// Y7 Σs², Y8 elements outside, Y9 the largest ratio. Constants are read
+// from memory (DX laneState, BX stepLanes): no register is left for them.
+// The products of widened float32 values are exact, so a fused
+// multiply-add is the multiply and the add; Σs² is not one, as a step may
+// be a NaN (no chunk is done again for it) and a fused multiply-add may
+// keep another NaN's payload.
 //
 // The elements outside a half step are counted unmasked: a chunk with a
 // NaN or an infinity is counted again (fusedSteps.redo). The division
-// (RATIO) runs only when |d| > s · trig, trig being the lane's largest
-// ratio times maxSkip/2.
+// (RATIO) runs only when some |d| of the iteration is beyond s · trig,
+// trig being the lane's largest ratio times maxSkip/2 (Y15 gathers the
+// groups' masks).
 
-// CODEC measures the four elements; TOL sets Y12 to the mask of |d| (Y13)
-// beyond the tolerance.
-#define CODEC(TOL) \
-	VPMOVZXWD 0(SI), X10 \
+// GROUP measures the four elements at PO(SI) (BF16) and EO(DI), EO(R8)
+// from element CX; TOL sets Y12 to the mask of |d| (Y13) beyond the
+// tolerance.
+#define GROUP(TOL, PO, EO) \
+	VPMOVZXWD PO(SI)(CX*2), X10 \
 	VPSLLD $16, X10, X10 \
 	VCVTPS2PD X10, Y10 \
-	VCVTPS2PD 0(DI), Y11 \
+	VCVTPS2PD EO(DI)(CX*4), Y11 \
 	VSUBPD Y10, Y11, Y12 \
 	VANDPD stepLanes_abs(BX), Y12, Y13 \
 	VADDPD Y13, Y0, Y0 \
@@ -37,15 +40,14 @@
 	TOL \
 	VPSUBQ Y12, Y5, Y5 \
 	VMAXPD Y13, Y6, Y6 \
-	VCVTPS2PD 0(R8), Y12 \
+	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD Y12, Y12, Y14 \
 	VADDPD Y14, Y7, Y7 \
 	VMULPD stepLanes_k2(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14 \
 	VPSUBQ Y14, Y8, Y8 \
 	VMULPD stepLanes_trig(BX), Y12, Y14 \
-	VCMPPD $0x1e, Y14, Y13, Y14 \
-	VMOVMSKPD Y14, AX
+	VCMPPD $0x1e, Y14, Y13, Y14
 
 // TOLR is atol + rtol·|p|, as the kernels compute it.
 #define TOLR \
@@ -58,18 +60,28 @@
 #define TOLA \
 	VCMPPD $0x1e, laneState_atol(DX), Y13, Y12
 
-// RATIO folds the ratios of the four elements into Y9 (|d|/half, 0 where
-// |d| is 0 or the pair is not finite) and sets trig again.
-#define RATIO \
+// RATIO folds the ratios of the four elements at PO(SI), EO(DI), EO(R8)
+// from element CX into Y9: |d|/half, 0 where |d| is 0 or the pair is not
+// finite. Y15 is zero.
+#define RATIO(PO, EO) \
+	VPMOVZXWD PO(SI)(CX*2), X10 \
+	VPSLLD $16, X10, X10 \
+	VCVTPS2PD X10, Y10 \
+	VCVTPS2PD EO(DI)(CX*4), Y11 \
+	VSUBPD Y10, Y11, Y12 \
+	VANDPD stepLanes_abs(BX), Y12, Y13 \
+	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD stepLanes_half(BX), Y12, Y12 \
 	VDIVPD Y12, Y13, Y14 \
-	VXORPD Y15, Y15, Y15 \
 	VCMPPD $0x0, Y15, Y13, Y10 \
 	VANDNPD Y14, Y10, Y14 \
 	VSUBPD Y13, Y13, Y11 \
 	VCMPPD $0x0, Y15, Y11, Y11 \
 	VANDPD Y11, Y14, Y14 \
-	VMAXPD Y14, Y9, Y9 \
+	VMAXPD Y14, Y9, Y9
+
+// TRIG sets trig again from the largest ratios.
+#define TRIG \
 	VMULPD stepLanes_skip(BX), Y9, Y14 \
 	VMULPD stepLanes_half(BX), Y14, Y14 \
 	VMOVUPD Y14, stepLanes_trig(BX)
@@ -79,11 +91,14 @@ TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
 	MOVQ p+0(FP), SI
 	MOVQ e+8(FP), DI
 	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), CX
+	MOVQ n+24(FP), R9
 	MOVQ st+32(FP), DX
 	MOVQ sl+40(FP), BX
-	SHRQ $2, CX
+	ANDQ $-4, R9
 	JZ done
+	MOVQ R9, R10
+	ANDQ $-16, R10
+	XORQ CX, CX
 	VMOVUPD laneState_sum+0(DX), Y0
 	VMOVUPD laneState_sum+32(DX), Y1
 	VMOVUPD laneState_sum+64(DX), Y2
@@ -94,16 +109,33 @@ TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
 	VMOVUPD stepLanes_s2(BX), Y7
 	VMOVDQU stepLanes_out(BX), Y8
 	VMOVUPD stepLanes_rmax(BX), Y9
+	TESTQ R10, R10
+	JZ tail
 loop:
-	CODEC(TOLR)
-	TESTL AX, AX
+	GROUP(TOLR, 0, 0)
+	VMOVAPD Y14, Y15
+	GROUP(TOLR, 8, 16)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLR, 16, 32)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLR, 24, 48)
+	VORPD Y14, Y15, Y15
+	VPTEST Y15, Y15
 	JNZ ratio
 next:
-	ADDQ $8, SI
-	ADDQ $16, DI
-	ADDQ $16, R8
-	DECQ CX
-	JNZ loop
+	ADDQ $16, CX
+	CMPQ CX, R10
+	JB loop
+tail:
+	CMPQ CX, R9
+	JAE end
+	GROUP(TOLR, 0, 0)
+	VPTEST Y14, Y14
+	JNZ ratio1
+next1:
+	ADDQ $4, CX
+	JMP tail
+end:
 	VMOVUPD Y0, laneState_sum+0(DX)
 	VMOVUPD Y1, laneState_sum+32(DX)
 	VMOVUPD Y2, laneState_sum+64(DX)
@@ -118,19 +150,32 @@ next:
 done:
 	RET
 ratio:
-	RATIO
+	VXORPD Y15, Y15, Y15
+	RATIO(0, 0)
+	RATIO(8, 16)
+	RATIO(16, 32)
+	RATIO(24, 48)
+	TRIG
 	JMP next
+ratio1:
+	VXORPD Y15, Y15, Y15
+	RATIO(0, 0)
+	TRIG
+	JMP next1
 
 // func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
 	MOVQ p+0(FP), SI
 	MOVQ e+8(FP), DI
 	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), CX
+	MOVQ n+24(FP), R9
 	MOVQ st+32(FP), DX
 	MOVQ sl+40(FP), BX
-	SHRQ $2, CX
+	ANDQ $-4, R9
 	JZ done
+	MOVQ R9, R10
+	ANDQ $-16, R10
+	XORQ CX, CX
 	VMOVUPD laneState_sum+0(DX), Y0
 	VMOVUPD laneState_sum+32(DX), Y1
 	VMOVUPD laneState_sum+64(DX), Y2
@@ -141,16 +186,33 @@ TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
 	VMOVUPD stepLanes_s2(BX), Y7
 	VMOVDQU stepLanes_out(BX), Y8
 	VMOVUPD stepLanes_rmax(BX), Y9
+	TESTQ R10, R10
+	JZ tail
 loop:
-	CODEC(TOLA)
-	TESTL AX, AX
+	GROUP(TOLA, 0, 0)
+	VMOVAPD Y14, Y15
+	GROUP(TOLA, 8, 16)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLA, 16, 32)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLA, 24, 48)
+	VORPD Y14, Y15, Y15
+	VPTEST Y15, Y15
 	JNZ ratio
 next:
-	ADDQ $8, SI
-	ADDQ $16, DI
-	ADDQ $16, R8
-	DECQ CX
-	JNZ loop
+	ADDQ $16, CX
+	CMPQ CX, R10
+	JB loop
+tail:
+	CMPQ CX, R9
+	JAE end
+	GROUP(TOLA, 0, 0)
+	VPTEST Y14, Y14
+	JNZ ratio1
+next1:
+	ADDQ $4, CX
+	JMP tail
+end:
 	VMOVUPD Y0, laneState_sum+0(DX)
 	VMOVUPD Y1, laneState_sum+32(DX)
 	VMOVUPD Y2, laneState_sum+64(DX)
@@ -165,5 +227,15 @@ next:
 done:
 	RET
 ratio:
-	RATIO
+	VXORPD Y15, Y15, Y15
+	RATIO(0, 0)
+	RATIO(8, 16)
+	RATIO(16, 32)
+	RATIO(24, 48)
+	TRIG
 	JMP next
+ratio1:
+	VXORPD Y15, Y15, Y15
+	RATIO(0, 0)
+	TRIG
+	JMP next1
