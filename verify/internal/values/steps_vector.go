@@ -133,11 +133,27 @@ func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
 	if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
 		return
 	}
-	for i := c0; i < c1; i++ {
-		if r, ok := ratio(i); ok && r == cmax {
-			v.best, v.bestAt = r, v.done+i
-			break
+	// The first element that has it: in a lane whose largest ratio it is
+	// (no other lane holds one), else among the last elements.
+	at := -1
+	for l := range lanes {
+		if st.rmax[l] != cmax {
+			continue
 		}
+		for i := c0 + l; i < c0+m && (at < 0 || i < at); i += lanes {
+			if r, ok := ratio(i); ok && r == cmax {
+				at = i
+				break
+			}
+		}
+	}
+	for i := c0 + m; at < 0 && i < c1; i++ {
+		if r, ok := ratio(i); ok && r == cmax {
+			at = i
+		}
+	}
+	if at >= 0 {
+		v.best, v.bestAt = cmax, v.done+at
 	}
 }
 

@@ -39,6 +39,10 @@ var subChunking = true
 // with the full one.
 var leanSteps = true
 
+// codecLoops chooses the codec loop (codec_fused.go) where it exists;
+// benchmarks compare it with the two passes.
+var codecLoops = true
+
 // subChunkSide is the codec side of a pair whose blocks may take the
 // sub-chunked path, or -1: one side plain BF16, F16 or F32, the other a
 // RangeDecoder whose tile columns divide its rows and the pieces, with no
@@ -113,7 +117,7 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	// The codec loop measures the steps in the statistics' pass, where it
 	// exists (the exported side decoded, the published BF16).
 	var codec codecLoop
-	if res.hasSteps && lean && side == 1 {
+	if res.hasSteps && lean && side == 1 && codecLoops {
 		codec = codecStepLoop(pd, ed, p.Tolerance)
 	}
 	if res.hasSteps {

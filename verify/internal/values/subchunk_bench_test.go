@@ -21,9 +21,10 @@ import (
 
 // BenchmarkRunQuantized times a whole Run, one worker, bytes in memory, of
 // a BF16 weight against its quantized export (FP8 block-128, GPTQ int4
-// g128, GGUF Q8_0 and Q4_K: issues 20 and 25) with the sub-chunked path and
-// without, beside the BF16 fine-tune of it (every value moved an ulp): the
-// time to hold them to. ns/elem is a logical element.
+// g128, GGUF Q8_0 and Q4_K: issues 20 and 25) with the sub-chunked path
+// (in one pass, and in two: no codec loop) and without, beside the BF16
+// fine-tune of it (every value moved an ulp): the time to hold them to.
+// ns/elem is a logical element.
 func BenchmarkRunQuantized(b *testing.B) {
 	shape := []uint64{3072, 1024}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -60,16 +61,13 @@ func BenchmarkRunQuantized(b *testing.B) {
 	readers := []io.ReaderAt{bytes.NewReader(f.b)}
 	n := float64(len(vals))
 	for _, e := range exports {
-		for _, sub := range []bool{true, false} {
-			name := e.name
-			if e.op.Codec != nil && !sub {
-				name += "-whole"
-			} else if e.op.Codec == nil && !sub {
+		for _, mode := range []string{"", "-twopass", "-whole"} {
+			if e.op.Codec == nil && mode != "" {
 				continue
 			}
-			b.Run(name, func(b *testing.B) {
-				defer func(old bool) { subChunking = old }(subChunking)
-				subChunking = sub
+			b.Run(e.name+mode, func(b *testing.B) {
+				defer func(sub, codec bool) { subChunking, codecLoops = sub, codec }(subChunking, codecLoops)
+				subChunking, codecLoops = mode != "-whole", mode == ""
 				p := &Pair{Published: pub, Exported: e.op, Tolerance: Tolerance{Rtol: 1e-1}}
 				if _, err := Run(context.Background(), readers, []*Pair{p}, Options{Workers: 1}); err != nil {
 					b.Fatal(err)
