@@ -17,7 +17,7 @@ import (
 // A codecLoop measures n (a multiple of 4) elements of p and e (BF16 and
 // F32) against steps s: their statistics into st, their steps into sl,
 // leaving Σp² and the finite count to st and the elements outside to be
-// masked by the chunk's finiteness (see fusedSteps.redo).
+// masked by the chunk's finiteness (see fusedSteps.redo); n < 2^33.
 type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 
 // fusedSteps measures the steps of a piece in kernel.add's pass.

@@ -6,10 +6,14 @@
 // The codec loops of codec_fused.go: sixteen elements an iteration, in
 // four groups of four; of a group, p (BF16) in Y10, e (F32) in Y11, the
 // step in Y12, as float64. The statistics lanes are kernels_amd64.s's:
-// Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e, Y5 elements outside the
-// tolerance, Y6 the largest |d|; the step lanes steps_amd64.s's LEAN:
-// Y7 Σs², Y8 elements outside, Y9 the largest ratio. Constants are read
-// from memory (DX laneState, BX stepLanes): no register is left for them.
+// Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e, Y6 the largest |d|; the step
+// lanes steps_amd64.s's LEAN: Y7 Σs², Y9 the largest ratio. Y5 counts
+// both the elements outside the tolerance (a quadword subtraction: the
+// low doubleword) and those outside a half step (a doubleword one: both),
+// so the low doublewords hold their sums and the high ones the second
+// (n < 2^33). Y8 is zero. Constants are read from memory (DX laneState,
+// BX stepLanes): no register is left for them.
+//
 // The products of widened float32 values are exact, so a fused
 // multiply-add is the multiply and the add; Σs² is not one, as a step may
 // be a NaN (no chunk is done again for it) and a fused multiply-add may
@@ -21,12 +25,11 @@
 // trig being the lane's largest ratio times maxSkip/2 (Y15 gathers the
 // groups' masks).
 
-// GROUP measures the four elements at PO(SI) (BF16) and EO(DI), EO(R8)
-// from element CX; TOL sets Y12 to the mask of |d| (Y13) beyond the
-// tolerance.
-#define GROUP(TOL, PO, EO) \
-	VPMOVZXWD PO(SI)(CX*2), X10 \
-	VPSLLD $16, X10, X10 \
+// GROUP measures four elements from element CX: PLOAD (PLO, PHI or P4)
+// reads their BF16 values, EO(DI) and EO(R8) their values and steps; TOL
+// sets Y12 to the mask of |d| (Y13) beyond the tolerance.
+#define GROUP(TOL, PLOAD, EO) \
+	PLOAD \
 	VCVTPS2PD X10, Y10 \
 	VCVTPS2PD EO(DI)(CX*4), Y11 \
 	VSUBPD Y10, Y11, Y12 \
@@ -43,11 +46,21 @@
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD Y12, Y12, Y14 \
 	VADDPD Y14, Y7, Y7 \
-	VMULPD stepLanes_k2(BX), Y12, Y14 \
+	VMULPD Y9, Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14 \
-	VPSUBQ Y14, Y8, Y8 \
+	VPSUBD Y14, Y5, Y5 \
 	VMULPD stepLanes_trig(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14
+
+// The BF16 values of a group as float32 in X10: the words of four
+// elements into the high halves of doublewords (Y8 is zero), those of
+// the first or the last four of eight (PLO, PHI), or of four alone (P4:
+// no byte read beyond them).
+#define PLO(PO) VPUNPCKLWD PO(SI)(CX*2), X8, X10
+#define PHI(PO) VPUNPCKHWD PO(SI)(CX*2), X8, X10
+#define P4 \
+	VPMOVZXWD (SI)(CX*2), X10 \
+	VPSLLD $16, X10, X10
 
 // TOLR is atol + rtol·|p|, as the kernels compute it.
 #define TOLR \
@@ -78,11 +91,13 @@
 	VSUBPD Y13, Y13, Y11 \
 	VCMPPD $0x0, Y15, Y11, Y11 \
 	VANDPD Y11, Y14, Y14 \
-	VMAXPD Y14, Y9, Y9
+	VMAXPD stepLanes_rmax(BX), Y14, Y14 \
+	VMOVUPD Y14, stepLanes_rmax(BX)
 
 // TRIG sets trig again from the largest ratios.
 #define TRIG \
-	VMULPD stepLanes_skip(BX), Y9, Y14 \
+	VMOVUPD stepLanes_rmax(BX), Y14 \
+	VMULPD stepLanes_skip(BX), Y14, Y14 \
 	VMULPD stepLanes_half(BX), Y14, Y14 \
 	VMOVUPD Y14, stepLanes_trig(BX)
 
@@ -104,21 +119,21 @@ TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
 	VMOVUPD laneState_sum+64(DX), Y2
 	VMOVUPD laneState_sum+96(DX), Y3
 	VMOVUPD laneState_sum+128(DX), Y4
-	VMOVDQU laneState_out(DX), Y5
+	VPXOR Y5, Y5, Y5
 	VMOVUPD laneState_max(DX), Y6
 	VMOVUPD stepLanes_s2(BX), Y7
-	VMOVDQU stepLanes_out(BX), Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
+	VPXOR Y8, Y8, Y8
+	VMOVUPD stepLanes_k2(BX), Y9
 	TESTQ R10, R10
 	JZ tail
 loop:
-	GROUP(TOLR, 0, 0)
+	GROUP(TOLR, PLO(0), 0)
 	VMOVAPD Y14, Y15
-	GROUP(TOLR, 8, 16)
+	GROUP(TOLR, PHI(0), 16)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLR, 16, 32)
+	GROUP(TOLR, PLO(16), 32)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLR, 24, 48)
+	GROUP(TOLR, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
 	JNZ ratio
@@ -129,7 +144,7 @@ next:
 tail:
 	CMPQ CX, R9
 	JAE end
-	GROUP(TOLR, 0, 0)
+	GROUP(TOLR, P4, 0)
 	VPTEST Y14, Y14
 	JNZ ratio1
 next1:
@@ -141,16 +156,23 @@ end:
 	VMOVUPD Y2, laneState_sum+64(DX)
 	VMOVUPD Y3, laneState_sum+96(DX)
 	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVDQU Y5, laneState_out(DX)
 	VMOVUPD Y6, laneState_max(DX)
 	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVDQU Y8, stepLanes_out(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
+	// Y5's high doublewords are the elements outside a half step, its
+	// low ones those and the elements outside the tolerance.
+	VPSRLQ $32, Y5, Y14
+	VPSLLQ $32, Y5, Y5
+	VPSRLQ $32, Y5, Y5
+	VPSUBQ Y14, Y5, Y5
+	VPADDQ laneState_out(DX), Y5, Y5
+	VMOVDQU Y5, laneState_out(DX)
+	VPADDQ stepLanes_out(BX), Y14, Y14
+	VMOVDQU Y14, stepLanes_out(BX)
 	VZEROUPPER
 done:
 	RET
 ratio:
-	VXORPD Y15, Y15, Y15
+	VMOVAPD Y8, Y15
 	RATIO(0, 0)
 	RATIO(8, 16)
 	RATIO(16, 32)
@@ -158,7 +180,7 @@ ratio:
 	TRIG
 	JMP next
 ratio1:
-	VXORPD Y15, Y15, Y15
+	VMOVAPD Y8, Y15
 	RATIO(0, 0)
 	TRIG
 	JMP next1
@@ -181,21 +203,21 @@ TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
 	VMOVUPD laneState_sum+64(DX), Y2
 	VMOVUPD laneState_sum+96(DX), Y3
 	VMOVUPD laneState_sum+128(DX), Y4
-	VMOVDQU laneState_out(DX), Y5
+	VPXOR Y5, Y5, Y5
 	VMOVUPD laneState_max(DX), Y6
 	VMOVUPD stepLanes_s2(BX), Y7
-	VMOVDQU stepLanes_out(BX), Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
+	VPXOR Y8, Y8, Y8
+	VMOVUPD stepLanes_k2(BX), Y9
 	TESTQ R10, R10
 	JZ tail
 loop:
-	GROUP(TOLA, 0, 0)
+	GROUP(TOLA, PLO(0), 0)
 	VMOVAPD Y14, Y15
-	GROUP(TOLA, 8, 16)
+	GROUP(TOLA, PHI(0), 16)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLA, 16, 32)
+	GROUP(TOLA, PLO(16), 32)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLA, 24, 48)
+	GROUP(TOLA, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
 	JNZ ratio
@@ -206,7 +228,7 @@ next:
 tail:
 	CMPQ CX, R9
 	JAE end
-	GROUP(TOLA, 0, 0)
+	GROUP(TOLA, P4, 0)
 	VPTEST Y14, Y14
 	JNZ ratio1
 next1:
@@ -218,16 +240,23 @@ end:
 	VMOVUPD Y2, laneState_sum+64(DX)
 	VMOVUPD Y3, laneState_sum+96(DX)
 	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVDQU Y5, laneState_out(DX)
 	VMOVUPD Y6, laneState_max(DX)
 	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVDQU Y8, stepLanes_out(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
+	// Y5's high doublewords are the elements outside a half step, its
+	// low ones those and the elements outside the tolerance.
+	VPSRLQ $32, Y5, Y14
+	VPSLLQ $32, Y5, Y5
+	VPSRLQ $32, Y5, Y5
+	VPSUBQ Y14, Y5, Y5
+	VPADDQ laneState_out(DX), Y5, Y5
+	VMOVDQU Y5, laneState_out(DX)
+	VPADDQ stepLanes_out(BX), Y14, Y14
+	VMOVDQU Y14, stepLanes_out(BX)
 	VZEROUPPER
 done:
 	RET
 ratio:
-	VXORPD Y15, Y15, Y15
+	VMOVAPD Y8, Y15
 	RATIO(0, 0)
 	RATIO(8, 16)
 	RATIO(16, 32)
@@ -235,7 +264,7 @@ ratio:
 	TRIG
 	JMP next
 ratio1:
-	VXORPD Y15, Y15, Y15
+	VMOVAPD Y8, Y15
 	RATIO(0, 0)
 	TRIG
 	JMP next1

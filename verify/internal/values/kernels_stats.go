@@ -284,6 +284,11 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 		}
 		off := uint64(c) * chunkElems
 		m := min(chunkElems, uint64(len(b.p))/b.psz*b.vl-off)
+		if at, ok := firstAbs(b, off, m, lm, best); ok {
+			r.maxAbs, r.maxIdx, r.hasMax = best, base+off+at, true
+			r.maxP, r.maxE = elemValue(b.pd, b.p, off+at), elemValue(b.ed, b.e, off+at)
+			return
+		}
 		k.decode(b, off, m)
 		at := m
 		for l := range uint64(lanes) {
@@ -301,6 +306,45 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 		r.maxP, r.maxE = k.pf[at], k.ef[at]
 		return
 	}
+}
+
+// firstAbs is where locateMax looks without decoding the chunk, for the
+// dtypes elemValue reads: the first of elements [off, off+m) of b whose
+// |d| is best, in the lanes whose largest it is (lm); ok false where it
+// does not look.
+func firstAbs(b *block, off, m uint64, lm [lanes]float64, best float64) (at uint64, ok bool) {
+	if b.vl != 1 || !elemValues(b.pd) || !elemValues(b.ed) {
+		return 0, false
+	}
+	at = m
+	for l := range uint64(lanes) {
+		if lm[l] != best {
+			continue
+		}
+		for i := l; i < at; i += lanes {
+			if d := elemValue(b.ed, b.e, off+i) - elemValue(b.pd, b.p, off+i); d-d == 0 && math.Abs(d) == best {
+				at = i
+				break
+			}
+		}
+	}
+	return at, at < m
+}
+
+// elemValues reports whether elemValue reads a dtype.
+func elemValues(d safetensors.DType) bool {
+	return d == safetensors.BF16 || d == safetensors.F16 || d == safetensors.F32
+}
+
+// elemValue is element i of b (BF16, F16 or F32) as the kernels decode it.
+func elemValue(d safetensors.DType, b []byte, i uint64) float64 {
+	switch d {
+	case safetensors.BF16:
+		return bf16Values()[binary.LittleEndian.Uint16(b[2*i:])]
+	case safetensors.F16:
+		return f16Values()[binary.LittleEndian.Uint16(b[2*i:])]
+	}
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
 
 // finiteLanes reports whether every lane sum is finite.
