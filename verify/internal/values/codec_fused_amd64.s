@@ -46,7 +46,7 @@
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD Y12, Y12, Y14 \
 	VADDPD Y14, Y7, Y7 \
-	VMULPD Y9, Y12, Y14 \
+	VMULPD stepLanes_k2(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14 \
 	VPSUBD Y14, Y5, Y5 \
 	VMULPD stepLanes_trig(BX), Y12, Y14 \
@@ -91,13 +91,11 @@
 	VSUBPD Y13, Y13, Y11 \
 	VCMPPD $0x0, Y15, Y11, Y11 \
 	VANDPD Y11, Y14, Y14 \
-	VMAXPD stepLanes_rmax(BX), Y14, Y14 \
-	VMOVUPD Y14, stepLanes_rmax(BX)
+	VMAXPD Y14, Y9, Y9
 
 // TRIG sets trig again from the largest ratios.
 #define TRIG \
-	VMOVUPD stepLanes_rmax(BX), Y14 \
-	VMULPD stepLanes_skip(BX), Y14, Y14 \
+	VMULPD stepLanes_skip(BX), Y9, Y14 \
 	VMULPD stepLanes_half(BX), Y14, Y14 \
 	VMOVUPD Y14, stepLanes_trig(BX)
 
@@ -123,7 +121,7 @@ TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
 	VMOVUPD laneState_max(DX), Y6
 	VMOVUPD stepLanes_s2(BX), Y7
 	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_k2(BX), Y9
+	VMOVUPD stepLanes_rmax(BX), Y9
 	TESTQ R10, R10
 	JZ tail
 loop:
@@ -158,6 +156,7 @@ end:
 	VMOVUPD Y4, laneState_sum+128(DX)
 	VMOVUPD Y6, laneState_max(DX)
 	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
 	// Y5's high doublewords are the elements outside a half step, its
 	// low ones those and the elements outside the tolerance.
 	VPSRLQ $32, Y5, Y14
@@ -207,7 +206,7 @@ TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
 	VMOVUPD laneState_max(DX), Y6
 	VMOVUPD stepLanes_s2(BX), Y7
 	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_k2(BX), Y9
+	VMOVUPD stepLanes_rmax(BX), Y9
 	TESTQ R10, R10
 	JZ tail
 loop:
@@ -242,6 +241,7 @@ end:
 	VMOVUPD Y4, laneState_sum+128(DX)
 	VMOVUPD Y6, laneState_max(DX)
 	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
 	// Y5's high doublewords are the elements outside a half step, its
 	// low ones those and the elements outside the tolerance.
 	VPSRLQ $32, Y5, Y14
