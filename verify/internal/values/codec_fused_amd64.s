@@ -19,11 +19,13 @@
 // be a NaN (no chunk is done again for it) and a fused multiply-add may
 // keep another NaN's payload.
 //
-// The elements outside a half step are counted unmasked: a chunk with a
-// NaN or an infinity is counted again (fusedSteps.redo). The division
-// (RATIO) runs only when some |d| of the iteration is beyond s · trig,
-// trig being the lane's largest ratio times maxSkip/2 (Y15 gathers the
-// groups' masks).
+// Of the steps, the loop itself adds only Σs²: an element outside its
+// half step (|d| > s·(1+StepMargin)/2) or that may beat its lane's largest
+// ratio (|d| > s·its maxSkip/2) is beyond s·gate, the least of the two
+// factors, and both are rare. An iteration with one is measured again by
+// SLOW, which counts the elements outside and divides. Those are counted
+// unmasked: a chunk with a NaN or an infinity is counted again
+// (fusedSteps.redo).
 
 // GROUP measures four elements from element CX: PLOAD (PLO, PHI or P4)
 // reads their BF16 values, EO(DI) and EO(R8) their values and steps; TOL
@@ -46,10 +48,7 @@
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD Y12, Y12, Y14 \
 	VADDPD Y14, Y7, Y7 \
-	VMULPD stepLanes_k2(BX), Y12, Y14 \
-	VCMPPD $0x1e, Y14, Y13, Y14 \
-	VPSUBD Y14, Y5, Y5 \
-	VMULPD stepLanes_trig(BX), Y12, Y14 \
+	VMULPD stepLanes_gate(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14
 
 // The BF16 values of a group as float32 in X10: the words of four
@@ -73,10 +72,12 @@
 #define TOLA \
 	VCMPPD $0x1e, laneState_atol(DX), Y13, Y12
 
-// RATIO folds the ratios of the four elements at PO(SI), EO(DI), EO(R8)
-// from element CX into Y9: |d|/half, 0 where |d| is 0 or the pair is not
-// finite. Y15 is zero.
-#define RATIO(PO, EO) \
+// SLOW measures the four elements at PO(SI), EO(DI), EO(R8) from element
+// CX against their half steps: it counts those outside, and folds their
+// ratios into Y9 (|d|/half, 0 where |d| is 0 or the pair is not finite;
+// a NaN, of a NaN step, is no ratio: VMAXPD gives its second operand when
+// either is a NaN).
+#define SLOW(PO, EO) \
 	VPMOVZXWD PO(SI)(CX*2), X10 \
 	VPSLLD $16, X10, X10 \
 	VCVTPS2PD X10, Y10 \
@@ -84,20 +85,25 @@
 	VSUBPD Y10, Y11, Y12 \
 	VANDPD stepLanes_abs(BX), Y12, Y13 \
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
+	VMULPD stepLanes_k2(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VPSUBD Y14, Y5, Y5 \
 	VMULPD stepLanes_half(BX), Y12, Y12 \
 	VDIVPD Y12, Y13, Y14 \
-	VCMPPD $0x0, Y15, Y13, Y10 \
+	VCMPPD $0x0, Y8, Y13, Y10 \
 	VANDNPD Y14, Y10, Y14 \
 	VSUBPD Y13, Y13, Y11 \
-	VCMPPD $0x0, Y15, Y11, Y11 \
+	VCMPPD $0x0, Y8, Y11, Y11 \
 	VANDPD Y11, Y14, Y14 \
-	VMAXPD Y14, Y9, Y9
+	VMAXPD Y9, Y14, Y9
 
-// TRIG sets trig again from the largest ratios.
-#define TRIG \
+// GATE sets the gate again from the largest ratios: the least of
+// (1+StepMargin)/2 and their maxSkip/2.
+#define GATE \
 	VMULPD stepLanes_skip(BX), Y9, Y14 \
 	VMULPD stepLanes_half(BX), Y14, Y14 \
-	VMOVUPD Y14, stepLanes_trig(BX)
+	VMINPD stepLanes_k2(BX), Y14, Y14 \
+	VMOVUPD Y14, stepLanes_gate(BX)
 
 // func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
@@ -134,7 +140,7 @@ loop:
 	GROUP(TOLR, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
-	JNZ ratio
+	JNZ slow
 next:
 	ADDQ $16, CX
 	CMPQ CX, R10
@@ -144,7 +150,7 @@ tail:
 	JAE end
 	GROUP(TOLR, P4, 0)
 	VPTEST Y14, Y14
-	JNZ ratio1
+	JNZ slow1
 next1:
 	ADDQ $4, CX
 	JMP tail
@@ -170,18 +176,16 @@ end:
 	VZEROUPPER
 done:
 	RET
-ratio:
-	VMOVAPD Y8, Y15
-	RATIO(0, 0)
-	RATIO(8, 16)
-	RATIO(16, 32)
-	RATIO(24, 48)
-	TRIG
+slow:
+	SLOW(0, 0)
+	SLOW(8, 16)
+	SLOW(16, 32)
+	SLOW(24, 48)
+	GATE
 	JMP next
-ratio1:
-	VMOVAPD Y8, Y15
-	RATIO(0, 0)
-	TRIG
+slow1:
+	SLOW(0, 0)
+	GATE
 	JMP next1
 
 // func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
@@ -219,7 +223,7 @@ loop:
 	GROUP(TOLA, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
-	JNZ ratio
+	JNZ slow
 next:
 	ADDQ $16, CX
 	CMPQ CX, R10
@@ -229,7 +233,7 @@ tail:
 	JAE end
 	GROUP(TOLA, P4, 0)
 	VPTEST Y14, Y14
-	JNZ ratio1
+	JNZ slow1
 next1:
 	ADDQ $4, CX
 	JMP tail
@@ -255,16 +259,14 @@ end:
 	VZEROUPPER
 done:
 	RET
-ratio:
-	VMOVAPD Y8, Y15
-	RATIO(0, 0)
-	RATIO(8, 16)
-	RATIO(16, 32)
-	RATIO(24, 48)
-	TRIG
+slow:
+	SLOW(0, 0)
+	SLOW(8, 16)
+	SLOW(16, 32)
+	SLOW(24, 48)
+	GATE
 	JMP next
-ratio1:
-	VMOVAPD Y8, Y15
-	RATIO(0, 0)
-	TRIG
+slow1:
+	SLOW(0, 0)
+	GATE
 	JMP next1

@@ -26,9 +26,10 @@ type stepLanes struct {
 	rmax          [lanes]float64 // the chunk's largest ratio
 	k, skip, half [lanes]float64 // 1+StepMargin, maxSkip, 0.5
 
-	// For the codec loops (codec_fused.go): (1+StepMargin)/2, the chunk's
-	// largest ratio times maxSkip/2, the abs mask.
-	k2, trig [lanes]float64
+	// For the codec loops (codec_fused_amd64.s): (1+StepMargin)/2, the
+	// least of it and the chunk's largest ratio times maxSkip/2, the abs
+	// mask.
+	k2, gate [lanes]float64
 	abs      [lanes]uint64
 }
 
@@ -90,8 +91,8 @@ func (v *vectorSteps) startChunk() {
 	st := &v.st
 	r0 := max(v.best, 0)
 	st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
-	t := r0 * maxSkip * 0.5
-	st.trig = [lanes]float64{t, t, t, t}
+	g := min(r0*maxSkip*0.5, (1+StepMargin)/2)
+	st.gate = [lanes]float64{g, g, g, g}
 }
 
 // endChunk finishes the chunk of elements [c0, c1) of the elements being
@@ -127,8 +128,9 @@ func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
 		if dlt := math.Abs(b - a); dlt > (1+StepMargin)*(s/2) {
 			st.out[i&3]++
 		}
-		r, _ := ratio(i)
-		cmax = max(cmax, r)
+		if r, _ := ratio(i); r > cmax { // a NaN (a NaN step) is no ratio
+			cmax = r
+		}
 	}
 	if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
 		return
