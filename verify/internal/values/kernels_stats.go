@@ -285,8 +285,10 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 		off := uint64(c) * chunkElems
 		m := min(chunkElems, uint64(len(b.p))/b.psz*b.vl-off)
 		if at, ok := firstAbs(b, off, m, lm, best); ok {
+			pt, _ := elemTable(b.pd)
+			et, _ := elemTable(b.ed)
 			r.maxAbs, r.maxIdx, r.hasMax = best, base+off+at, true
-			r.maxP, r.maxE = elemValue(b.pd, b.p, off+at), elemValue(b.ed, b.e, off+at)
+			r.maxP, r.maxE = elemValue(pt, b.p, off+at), elemValue(et, b.e, off+at)
 			return
 		}
 		k.decode(b, off, m)
@@ -308,12 +310,14 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 	}
 }
 
-// firstAbs is where locateMax looks without decoding the chunk, for the
-// dtypes elemValue reads: the first of elements [off, off+m) of b whose
+// firstAbs is where locateMax looks without decoding the chunk, for
+// BF16, F16 and F32 sides: the first of elements [off, off+m) of b whose
 // |d| is best, in the lanes whose largest it is (lm); ok false where it
 // does not look.
 func firstAbs(b *block, off, m uint64, lm [lanes]float64, best float64) (at uint64, ok bool) {
-	if b.vl != 1 || !elemValues(b.pd) || !elemValues(b.ed) {
+	pt, pok := elemTable(b.pd)
+	et, eok := elemTable(b.ed)
+	if b.vl != 1 || !pok || !eok {
 		return 0, false
 	}
 	at = m
@@ -322,7 +326,7 @@ func firstAbs(b *block, off, m uint64, lm [lanes]float64, best float64) (at uint
 			continue
 		}
 		for i := l; i < at; i += lanes {
-			if d := elemValue(b.ed, b.e, off+i) - elemValue(b.pd, b.p, off+i); d-d == 0 && math.Abs(d) == best {
+			if d := elemValue(et, b.e, off+i) - elemValue(pt, b.p, off+i); d-d == 0 && math.Abs(d) == best {
 				at = i
 				break
 			}
@@ -331,18 +335,23 @@ func firstAbs(b *block, off, m uint64, lm [lanes]float64, best float64) (at uint
 	return at, at < m
 }
 
-// elemValues reports whether elemValue reads a dtype.
-func elemValues(d safetensors.DType) bool {
-	return d == safetensors.BF16 || d == safetensors.F16 || d == safetensors.F32
-}
-
-// elemValue is element i of b (BF16, F16 or F32) as the kernels decode it.
-func elemValue(d safetensors.DType, b []byte, i uint64) float64 {
+// elemTable is the table elemValue reads a dtype's elements by (nil: F32),
+// ok false for a dtype it does not read.
+func elemTable(d safetensors.DType) (t *[1 << 16]float64, ok bool) {
 	switch d {
 	case safetensors.BF16:
-		return bf16Values()[binary.LittleEndian.Uint16(b[2*i:])]
+		return bf16Values(), true
 	case safetensors.F16:
-		return f16Values()[binary.LittleEndian.Uint16(b[2*i:])]
+		return f16Values(), true
+	}
+	return nil, d == safetensors.F32
+}
+
+// elemValue is element i of b as the kernels decode it: by its bits in t,
+// or as F32 where t is nil.
+func elemValue(t *[1 << 16]float64, b []byte, i uint64) float64 {
+	if t != nil {
+		return t[binary.LittleEndian.Uint16(b[2*i:])]
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
