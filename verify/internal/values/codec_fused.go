@@ -22,11 +22,18 @@ type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 
 // fusedSteps measures the steps of a piece in kernel.add's pass.
 type fusedSteps struct {
-	v     *vectorSteps
-	loop  codecLoop
-	steps []float32     // the piece's steps
-	saved [lanes]uint64 // the lanes' elements outside before the chunk
+	v           *vectorSteps
+	gated, busy codecLoop
+	steps       []float32     // the piece's steps
+	saved       [lanes]uint64 // the lanes' elements outside before the chunk
+	useBusy     bool          // the last step chunk chose the busy loop
 }
+
+// Where the gated loop measures again more than 1 in busyAgain of its
+// iterations, the next step chunk takes the busy loop; where the busy loop
+// finds fewer than 1 in gatedOutside of its elements outside (each makes
+// the gated loop measure its iteration again), the next takes the gated.
+const busyAgain, gatedOutside = 8, 256
 
 // chunk runs the kernel chunk of elements [off, off+m) of b through the
 // codec loop, a step chunk at a time.
@@ -38,7 +45,17 @@ func (f *fusedSteps) chunk(k *kernel, b *block, off, m uint64) {
 		n4 := (c1 - c0) &^ 3
 		v.startChunk()
 		if n4 > 0 {
-			f.loop(&b.p[c0*b.psz], &b.e[c0*b.esz], (*byte)(unsafe.Pointer(&f.steps[c0])), int(n4), &k.st, st)
+			loop, out0 := f.gated, st.out
+			if f.useBusy {
+				loop = f.busy
+			}
+			loop(&b.p[c0*b.psz], &b.e[c0*b.esz], (*byte)(unsafe.Pointer(&f.steps[c0])), int(n4), &k.st, st)
+			if f.useBusy {
+				out := (st.out[0] - out0[0]) + (st.out[1] - out0[1]) + (st.out[2] - out0[2]) + (st.out[3] - out0[3])
+				f.useBusy = out*gatedOutside >= n4
+			} else {
+				f.useBusy = st.again*busyAgain*16 > n4
+			}
 		}
 		if t := c0 + n4; t < c1 { // the block's last elements
 			b.portable(&b.p[t*b.psz], &b.e[t*b.esz], int(c1-t), &k.st)

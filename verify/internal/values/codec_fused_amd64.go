@@ -4,16 +4,17 @@ package values
 
 import "github.com/ckptcheck/ckptcheck/safetensors"
 
-// codecStepLoop returns the AVX2 codec loop for a pair of kernel dtypes
-// and a tolerance, or nil: BF16 published against decoded F32 only.
-func codecStepLoop(p, e safetensors.DType, tol Tolerance) codecLoop {
+// codecStepLoops returns the AVX2 codec loops for a pair of kernel dtypes
+// and a tolerance, gated and busy (see codec_fused_amd64.s), or nils: BF16
+// published against decoded F32 only.
+func codecStepLoops(p, e safetensors.DType, tol Tolerance) (gated, busy codecLoop) {
 	if leanStepLoop(p, e) == nil || !cpuFMA() {
-		return nil
+		return nil, nil
 	}
 	if tol.Rtol == 0 { // the tolerance is Atol, for a finite p
-		return codecBF16F32AtolAVX2
+		return codecBF16F32AtolAVX2, codecBF16F32AtolBusyAVX2
 	}
-	return codecBF16F32AVX2
+	return codecBF16F32AVX2, codecBF16F32BusyAVX2
 }
 
 //go:noescape
@@ -21,3 +22,9 @@ func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 
 //go:noescape
 func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+
+//go:noescape
+func codecBF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+
+//go:noescape
+func codecBF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)

@@ -19,18 +19,21 @@
 // be a NaN (no chunk is done again for it) and a fused multiply-add may
 // keep another NaN's payload.
 //
-// Of the steps, the loop itself adds only Σs²: an element outside its
-// half step (|d| > s·(1+StepMargin)/2) or that may beat its lane's largest
-// ratio (|d| > s·its maxSkip/2) is beyond s·gate, the least of the two
-// factors, and both are rare. An iteration with one is measured again by
-// SLOW, which counts the elements outside and divides. Those are counted
-// unmasked: a chunk with a NaN or an infinity is counted again
-// (fusedSteps.redo).
+// Of the steps, the gated loops themselves add only Σs²: an element
+// outside its half step (|d| > s·(1+StepMargin)/2) or that may beat its
+// lane's largest ratio (|d| > s·trig, trig its maxSkip/2) is beyond
+// s·gate, the least of the two factors, and both are rare. An iteration
+// with one is measured again by SLOW, which counts the elements outside
+// and divides. Where many are outside, the Busy loops count them in the
+// loop and measure again only those that may beat the largest ratio.
+// Elements outside are counted unmasked: a chunk with a NaN or an
+// infinity is counted again (fusedSteps.redo).
 
 // GROUP measures four elements from element CX: PLOAD (PLO, PHI or P4)
 // reads their BF16 values, EO(DI) and EO(R8) their values and steps; TOL
-// sets Y12 to the mask of |d| (Y13) beyond the tolerance.
-#define GROUP(TOL, PLOAD, EO) \
+// sets Y12 to the mask of |d| (Y13) beyond the tolerance; STEPS (GATED or
+// BUSY) leaves in Y14 the mask of those to measure again.
+#define GROUP(TOL, STEPS, PLOAD, EO) \
 	PLOAD \
 	VCVTPS2PD X10, Y10 \
 	VCVTPS2PD EO(DI)(CX*4), Y11 \
@@ -48,7 +51,21 @@
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
 	VMULPD Y12, Y12, Y14 \
 	VADDPD Y14, Y7, Y7 \
+	STEPS
+
+// GATED is the gate (the loops named without Busy).
+#define GATED \
 	VMULPD stepLanes_gate(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14
+
+// BUSY counts the elements outside a half step, and is the mask of those
+// that may beat their lane's largest ratio (the Busy loops, for chunks
+// where many are outside: the gate would stop too many).
+#define BUSY \
+	VMULPD stepLanes_k2(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VPSUBD Y14, Y5, Y5 \
+	VMULPD stepLanes_trig(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14
 
 // The BF16 values of a group as float32 in X10: the words of four
@@ -73,11 +90,12 @@
 	VCMPPD $0x1e, laneState_atol(DX), Y13, Y12
 
 // SLOW measures the four elements at PO(SI), EO(DI), EO(R8) from element
-// CX against their half steps: it counts those outside, and folds their
-// ratios into Y9 (|d|/half, 0 where |d| is 0 or the pair is not finite;
-// a NaN, of a NaN step, is no ratio: VMAXPD gives its second operand when
-// either is a NaN).
-#define SLOW(PO, EO) \
+// CX against their half steps: COUNT (OUTSIDE, or nothing where the loop
+// counted them) counts those outside, and their ratios are folded into Y9
+// (|d|/half, 0 where |d| is 0 or the pair is not finite; a NaN, of a NaN
+// step, is no ratio: VMAXPD gives its second operand when either is a
+// NaN).
+#define SLOW(COUNT, PO, EO) \
 	VPMOVZXWD PO(SI)(CX*2), X10 \
 	VPSLLD $16, X10, X10 \
 	VCVTPS2PD X10, Y10 \
@@ -85,9 +103,7 @@
 	VSUBPD Y10, Y11, Y12 \
 	VANDPD stepLanes_abs(BX), Y12, Y13 \
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
-	VMULPD stepLanes_k2(BX), Y12, Y14 \
-	VCMPPD $0x1e, Y14, Y13, Y14 \
-	VPSUBD Y14, Y5, Y5 \
+	COUNT \
 	VMULPD stepLanes_half(BX), Y12, Y12 \
 	VDIVPD Y12, Y13, Y14 \
 	VCMPPD $0x0, Y8, Y13, Y10 \
@@ -97,13 +113,24 @@
 	VANDPD Y11, Y14, Y14 \
 	VMAXPD Y9, Y14, Y9
 
-// GATE sets the gate again from the largest ratios: the least of
-// (1+StepMargin)/2 and their maxSkip/2.
-#define GATE \
+#define OUTSIDE \
+	VMULPD stepLanes_k2(BX), Y12, Y14 \
+	VCMPPD $0x1e, Y14, Y13, Y14 \
+	VPSUBD Y14, Y5, Y5
+
+#define NONE
+
+// AGAIN sets trig, the largest ratios times maxSkip/2, and the gate, the
+// least of it and (1+StepMargin)/2, again; it counts the iterations
+// measured again.
+#define AGAIN \
 	VMULPD stepLanes_skip(BX), Y9, Y14 \
 	VMULPD stepLanes_half(BX), Y14, Y14 \
+	VMOVUPD Y14, stepLanes_trig(BX) \
 	VMINPD stepLanes_k2(BX), Y14, Y14 \
-	VMOVUPD Y14, stepLanes_gate(BX)
+	VMOVUPD Y14, stepLanes_gate(BX) \
+	INCQ stepLanes_again(BX)
+
 
 // func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
@@ -131,16 +158,16 @@ TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
 	TESTQ R10, R10
 	JZ tail
 loop:
-	GROUP(TOLR, PLO(0), 0)
+	GROUP(TOLR, GATED, PLO(0), 0)
 	VMOVAPD Y14, Y15
-	GROUP(TOLR, PHI(0), 16)
+	GROUP(TOLR, GATED, PHI(0), 16)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLR, PLO(16), 32)
+	GROUP(TOLR, GATED, PLO(16), 32)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLR, PHI(16), 48)
+	GROUP(TOLR, GATED, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
-	JNZ slow
+	JNZ again
 next:
 	ADDQ $16, CX
 	CMPQ CX, R10
@@ -148,9 +175,9 @@ next:
 tail:
 	CMPQ CX, R9
 	JAE end
-	GROUP(TOLR, P4, 0)
+	GROUP(TOLR, GATED, P4, 0)
 	VPTEST Y14, Y14
-	JNZ slow1
+	JNZ again1
 next1:
 	ADDQ $4, CX
 	JMP tail
@@ -176,16 +203,16 @@ end:
 	VZEROUPPER
 done:
 	RET
-slow:
-	SLOW(0, 0)
-	SLOW(8, 16)
-	SLOW(16, 32)
-	SLOW(24, 48)
-	GATE
+again:
+	SLOW(OUTSIDE, 0, 0)
+	SLOW(OUTSIDE, 8, 16)
+	SLOW(OUTSIDE, 16, 32)
+	SLOW(OUTSIDE, 24, 48)
+	AGAIN
 	JMP next
-slow1:
-	SLOW(0, 0)
-	GATE
+again1:
+	SLOW(OUTSIDE, 0, 0)
+	AGAIN
 	JMP next1
 
 // func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
@@ -214,16 +241,16 @@ TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
 	TESTQ R10, R10
 	JZ tail
 loop:
-	GROUP(TOLA, PLO(0), 0)
+	GROUP(TOLA, GATED, PLO(0), 0)
 	VMOVAPD Y14, Y15
-	GROUP(TOLA, PHI(0), 16)
+	GROUP(TOLA, GATED, PHI(0), 16)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLA, PLO(16), 32)
+	GROUP(TOLA, GATED, PLO(16), 32)
 	VORPD Y14, Y15, Y15
-	GROUP(TOLA, PHI(16), 48)
+	GROUP(TOLA, GATED, PHI(16), 48)
 	VORPD Y14, Y15, Y15
 	VPTEST Y15, Y15
-	JNZ slow
+	JNZ again
 next:
 	ADDQ $16, CX
 	CMPQ CX, R10
@@ -231,9 +258,9 @@ next:
 tail:
 	CMPQ CX, R9
 	JAE end
-	GROUP(TOLA, P4, 0)
+	GROUP(TOLA, GATED, P4, 0)
 	VPTEST Y14, Y14
-	JNZ slow1
+	JNZ again1
 next1:
 	ADDQ $4, CX
 	JMP tail
@@ -259,14 +286,180 @@ end:
 	VZEROUPPER
 done:
 	RET
-slow:
-	SLOW(0, 0)
-	SLOW(8, 16)
-	SLOW(16, 32)
-	SLOW(24, 48)
-	GATE
+again:
+	SLOW(OUTSIDE, 0, 0)
+	SLOW(OUTSIDE, 8, 16)
+	SLOW(OUTSIDE, 16, 32)
+	SLOW(OUTSIDE, 24, 48)
+	AGAIN
 	JMP next
-slow1:
-	SLOW(0, 0)
-	GATE
+again1:
+	SLOW(OUTSIDE, 0, 0)
+	AGAIN
+	JMP next1
+
+// func codecBF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32BusyAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), SI
+	MOVQ e+8(FP), DI
+	MOVQ s+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ st+32(FP), DX
+	MOVQ sl+40(FP), BX
+	ANDQ $-4, R9
+	JZ done
+	MOVQ R9, R10
+	ANDQ $-16, R10
+	XORQ CX, CX
+	VMOVUPD laneState_sum+0(DX), Y0
+	VMOVUPD laneState_sum+32(DX), Y1
+	VMOVUPD laneState_sum+64(DX), Y2
+	VMOVUPD laneState_sum+96(DX), Y3
+	VMOVUPD laneState_sum+128(DX), Y4
+	VPXOR Y5, Y5, Y5
+	VMOVUPD laneState_max(DX), Y6
+	VMOVUPD stepLanes_s2(BX), Y7
+	VPXOR Y8, Y8, Y8
+	VMOVUPD stepLanes_rmax(BX), Y9
+	TESTQ R10, R10
+	JZ tail
+loop:
+	GROUP(TOLR, BUSY, PLO(0), 0)
+	VMOVAPD Y14, Y15
+	GROUP(TOLR, BUSY, PHI(0), 16)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLR, BUSY, PLO(16), 32)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLR, BUSY, PHI(16), 48)
+	VORPD Y14, Y15, Y15
+	VPTEST Y15, Y15
+	JNZ again
+next:
+	ADDQ $16, CX
+	CMPQ CX, R10
+	JB loop
+tail:
+	CMPQ CX, R9
+	JAE end
+	GROUP(TOLR, BUSY, P4, 0)
+	VPTEST Y14, Y14
+	JNZ again1
+next1:
+	ADDQ $4, CX
+	JMP tail
+end:
+	VMOVUPD Y0, laneState_sum+0(DX)
+	VMOVUPD Y1, laneState_sum+32(DX)
+	VMOVUPD Y2, laneState_sum+64(DX)
+	VMOVUPD Y3, laneState_sum+96(DX)
+	VMOVUPD Y4, laneState_sum+128(DX)
+	VMOVUPD Y6, laneState_max(DX)
+	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
+	// Y5's high doublewords are the elements outside a half step, its
+	// low ones those and the elements outside the tolerance.
+	VPSRLQ $32, Y5, Y14
+	VPSLLQ $32, Y5, Y5
+	VPSRLQ $32, Y5, Y5
+	VPSUBQ Y14, Y5, Y5
+	VPADDQ laneState_out(DX), Y5, Y5
+	VMOVDQU Y5, laneState_out(DX)
+	VPADDQ stepLanes_out(BX), Y14, Y14
+	VMOVDQU Y14, stepLanes_out(BX)
+	VZEROUPPER
+done:
+	RET
+again:
+	SLOW(NONE, 0, 0)
+	SLOW(NONE, 8, 16)
+	SLOW(NONE, 16, 32)
+	SLOW(NONE, 24, 48)
+	AGAIN
+	JMP next
+again1:
+	SLOW(NONE, 0, 0)
+	AGAIN
+	JMP next1
+
+// func codecBF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32AtolBusyAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), SI
+	MOVQ e+8(FP), DI
+	MOVQ s+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ st+32(FP), DX
+	MOVQ sl+40(FP), BX
+	ANDQ $-4, R9
+	JZ done
+	MOVQ R9, R10
+	ANDQ $-16, R10
+	XORQ CX, CX
+	VMOVUPD laneState_sum+0(DX), Y0
+	VMOVUPD laneState_sum+32(DX), Y1
+	VMOVUPD laneState_sum+64(DX), Y2
+	VMOVUPD laneState_sum+96(DX), Y3
+	VMOVUPD laneState_sum+128(DX), Y4
+	VPXOR Y5, Y5, Y5
+	VMOVUPD laneState_max(DX), Y6
+	VMOVUPD stepLanes_s2(BX), Y7
+	VPXOR Y8, Y8, Y8
+	VMOVUPD stepLanes_rmax(BX), Y9
+	TESTQ R10, R10
+	JZ tail
+loop:
+	GROUP(TOLA, BUSY, PLO(0), 0)
+	VMOVAPD Y14, Y15
+	GROUP(TOLA, BUSY, PHI(0), 16)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLA, BUSY, PLO(16), 32)
+	VORPD Y14, Y15, Y15
+	GROUP(TOLA, BUSY, PHI(16), 48)
+	VORPD Y14, Y15, Y15
+	VPTEST Y15, Y15
+	JNZ again
+next:
+	ADDQ $16, CX
+	CMPQ CX, R10
+	JB loop
+tail:
+	CMPQ CX, R9
+	JAE end
+	GROUP(TOLA, BUSY, P4, 0)
+	VPTEST Y14, Y14
+	JNZ again1
+next1:
+	ADDQ $4, CX
+	JMP tail
+end:
+	VMOVUPD Y0, laneState_sum+0(DX)
+	VMOVUPD Y1, laneState_sum+32(DX)
+	VMOVUPD Y2, laneState_sum+64(DX)
+	VMOVUPD Y3, laneState_sum+96(DX)
+	VMOVUPD Y4, laneState_sum+128(DX)
+	VMOVUPD Y6, laneState_max(DX)
+	VMOVUPD Y7, stepLanes_s2(BX)
+	VMOVUPD Y9, stepLanes_rmax(BX)
+	// Y5's high doublewords are the elements outside a half step, its
+	// low ones those and the elements outside the tolerance.
+	VPSRLQ $32, Y5, Y14
+	VPSLLQ $32, Y5, Y5
+	VPSRLQ $32, Y5, Y5
+	VPSUBQ Y14, Y5, Y5
+	VPADDQ laneState_out(DX), Y5, Y5
+	VMOVDQU Y5, laneState_out(DX)
+	VPADDQ stepLanes_out(BX), Y14, Y14
+	VMOVDQU Y14, stepLanes_out(BX)
+	VZEROUPPER
+done:
+	RET
+again:
+	SLOW(NONE, 0, 0)
+	SLOW(NONE, 8, 16)
+	SLOW(NONE, 16, 32)
+	SLOW(NONE, 24, 48)
+	AGAIN
+	JMP next
+again1:
+	SLOW(NONE, 0, 0)
+	AGAIN
 	JMP next1

@@ -63,4 +63,10 @@ func BenchmarkCodecLoop(b *testing.B) {
 	b.Run("codec-atol", func(b *testing.B) {
 		run(b, func() { codecBF16F32AtolAVX2(&pb[0], &eb[0], sp, n, &st, &v.st) })
 	})
+	b.Run("codec-busy", func(b *testing.B) {
+		run(b, func() { codecBF16F32BusyAVX2(&pb[0], &eb[0], sp, n, &st, &v.st) })
+	})
+	b.Run("codec-atol-busy", func(b *testing.B) {
+		run(b, func() { codecBF16F32AtolBusyAVX2(&pb[0], &eb[0], sp, n, &st, &v.st) })
+	})
 }

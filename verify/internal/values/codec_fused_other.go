@@ -5,4 +5,6 @@ package values
 import "github.com/ckptcheck/ckptcheck/safetensors"
 
 // Without a codec loop the sub-chunked path makes its two passes.
-func codecStepLoop(p, e safetensors.DType, tol Tolerance) codecLoop { return nil }
+func codecStepLoops(p, e safetensors.DType, tol Tolerance) (gated, busy codecLoop) {
+	return nil, nil
+}

@@ -12,23 +12,37 @@ import (
 // TestCodecLoop checks that the codec loop's one pass gives the numbers of
 // the statistics kernel and the lean step loop, bit for bit, over pieces
 // of every length, with and without NaNs, infinities, zero and NaN steps,
-// and equal pairs, for each kind of tolerance.
+// and equal pairs, for each kind of tolerance: the gated loop, the busy
+// one, and the choice between them.
 func TestCodecLoop(t *testing.T) {
 	bf, f32 := safetensors.BF16, safetensors.F32
 	lean := leanStepLoop(bf, f32)
-	if lean == nil || codecStepLoop(bf, f32, Tolerance{}) == nil {
+	if g, _ := codecStepLoops(bf, f32, Tolerance{}); lean == nil || g == nil {
 		t.Skip("no codec loop")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, tol := range []Tolerance{{}, {Atol: 1e-3}, {Rtol: 1e-2, Atol: 1e-6}} {
+	for _, c := range []struct {
+		tol  Tolerance
+		mode string
+	}{{Tolerance{}, "gated"}, {Tolerance{}, "busy"}, {Tolerance{}, "both"}, {Tolerance{Atol: 1e-3}, "both"},
+		{Tolerance{Rtol: 1e-2, Atol: 1e-6}, "gated"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "busy"}} {
+		tol := c.tol
+		gated, busy := codecStepLoops(bf, f32, tol)
+		switch c.mode {
+		case "gated":
+			busy = gated
+		case "busy":
+			gated = busy
+		}
 		for _, n := range []int{4, 6, 100, 1023, 1024, 2048, 5003, 2*subChunkElems + 6} {
 			for _, special := range []bool{false, true} {
-				name := fmt.Sprintf("%+v/%d/special=%v", tol, n, special)
+				name := fmt.Sprintf("%+v/%s/%d/special=%v", tol, c.mode, n, special)
 				pv, ev, steps := make([]float32, n), make([]float32, n), make([]float32, n)
 				for i := range pv {
 					pv[i] = float32(rng.NormFloat64() / 16)
 					steps[i] = float32(math.Ldexp(1, -6-rng.IntN(4)))
-					ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)
+					// Within half a step, or (in some stretches) beyond.
+					ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)*float32(1+(i/700)%2)
 					if !special || rng.IntN(64) != 0 {
 						continue
 					}
@@ -62,7 +76,7 @@ func TestCodecLoop(t *testing.T) {
 							k.add(p, e)
 							continue
 						}
-						f := fusedSteps{v: &v, loop: codecStepLoop(bf, f32, tol), steps: s}
+						f := fusedSteps{v: &v, gated: gated, busy: busy, steps: s}
 						k.steps = &f
 						k.add(p, e)
 						k.steps = nil

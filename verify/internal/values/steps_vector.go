@@ -27,10 +27,11 @@ type stepLanes struct {
 	k, skip, half [lanes]float64 // 1+StepMargin, maxSkip, 0.5
 
 	// For the codec loops (codec_fused_amd64.s): (1+StepMargin)/2, the
-	// least of it and the chunk's largest ratio times maxSkip/2, the abs
-	// mask.
-	k2, gate [lanes]float64
-	abs      [lanes]uint64
+	// chunk's largest ratio times maxSkip/2, the least of the two, the abs
+	// mask; the iterations they measured again.
+	k2, trig, gate [lanes]float64
+	abs            [lanes]uint64
+	again          uint64
 }
 
 // A stepLoop measures n (a multiple of 4) elements of p and e (BF16 or
@@ -91,8 +92,9 @@ func (v *vectorSteps) startChunk() {
 	st := &v.st
 	r0 := max(v.best, 0)
 	st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
-	g := min(r0*maxSkip*0.5, (1+StepMargin)/2)
-	st.gate = [lanes]float64{g, g, g, g}
+	t := r0 * maxSkip * 0.5
+	g := min(t, (1+StepMargin)/2)
+	st.trig, st.gate, st.again = [lanes]float64{t, t, t, t}, [lanes]float64{g, g, g, g}, 0
 }
 
 // endChunk finishes the chunk of elements [c0, c1) of the elements being

@@ -116,10 +116,11 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	}
 	// The codec loop measures the steps in the statistics' pass, where it
 	// exists (the exported side decoded, the published BF16).
-	var codec codecLoop
+	var gated, busy codecLoop
 	if res.hasSteps && lean && side == 1 && codecLoops {
-		codec = codecStepLoop(pd, ed, p.Tolerance)
+		gated, busy = codecStepLoops(pd, ed, p.Tolerance)
 	}
+	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy}
 	if res.hasSteps {
 		if loop != nil {
 			sb.vector.begin(loop, pd, ed, lean)
@@ -141,11 +142,11 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		var piece [2][]byte
 		piece[side], piece[1-side] = f32Bytes(vals), raw[1-side][lo*psz:hi*psz]
 		// The kernels read the plain side in place only where it is aligned.
-		withSteps := codec != nil && aligned(piece[1-side], psz)
+		withSteps := gated != nil && aligned(piece[1-side], psz)
 		switch {
 		case !res.hasSteps:
 		case withSteps:
-			sb.fused = fusedSteps{v: &sb.vector, loop: codec, steps: steps}
+			sb.fused.steps = steps
 			k.steps = &sb.fused
 		case loop != nil:
 			sb.vector.add(piece[0], piece[1], steps)
