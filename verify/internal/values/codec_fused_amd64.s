@@ -4,7 +4,7 @@
 #include "go_asm.h"
 
 // The codec loops of codec_fused.go: sixteen elements an iteration, in
-// four groups of four; of a group, p (BF16) in Y10, e (F32) in Y11, the
+// four groups of four; of a group, p (BF16, F16 or F32) in Y10, e (F32) in Y11, the
 // step in Y12, as float64. The statistics lanes are kernels_amd64.s's:
 // Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e, Y6 the largest |d|; the step
 // lanes steps_amd64.s's LEAN: Y7 Σs², Y9 the largest ratio. Y5 counts
@@ -29,8 +29,8 @@
 // Elements outside are counted unmasked: a chunk with a NaN or an
 // infinity is counted again (fusedSteps.redo).
 
-// GROUP measures four elements from element CX: PLOAD (PLO, PHI or P4)
-// reads their BF16 values, EO(DI) and EO(R8) their values and steps; TOL
+// GROUP measures four elements from element CX: PLOAD reads their
+// published values, EO(DI) and EO(R8) their values and steps; TOL
 // sets Y12 to the mask of |d| (Y13) beyond the tolerance; STEPS (GATED or
 // BUSY) leaves in Y14 the mask of those to measure again.
 #define GROUP(TOL, STEPS, PLOAD, EO) \
@@ -68,15 +68,17 @@
 	VMULPD stepLanes_trig(BX), Y12, Y14 \
 	VCMPPD $0x1e, Y14, Y13, Y14
 
-// The BF16 values of a group as float32 in X10: the words of four
-// elements into the high halves of doublewords (Y8 is zero), those of
-// the first or the last four of eight (PLO, PHI), or of four alone (P4:
-// no byte read beyond them).
+// The published values of a group as float32 in X10. BF16: the words of
+// four elements into the high halves of doublewords (Y8 is zero), those
+// of the first or the last four of eight (PLO, PHI), or of four alone (PB:
+// no byte read beyond them). F16 (PH) and F32 (PS): converted, or loaded.
 #define PLO(PO) VPUNPCKLWD PO(SI)(CX*2), X8, X10
 #define PHI(PO) VPUNPCKHWD PO(SI)(CX*2), X8, X10
-#define P4 \
-	VPMOVZXWD (SI)(CX*2), X10 \
+#define PB(PO) \
+	VPMOVZXWD PO(SI)(CX*2), X10 \
 	VPSLLD $16, X10, X10
+#define PH(PO) VCVTPH2PS PO(SI)(CX*2), X10
+#define PS(PO) VMOVUPS PO(SI)(CX*4), X10
 
 // TOLR is atol + rtol·|p|, as the kernels compute it.
 #define TOLR \
@@ -89,15 +91,15 @@
 #define TOLA \
 	VCMPPD $0x1e, laneState_atol(DX), Y13, Y12
 
-// SLOW measures the four elements at PO(SI), EO(DI), EO(R8) from element
-// CX against their half steps: COUNT (OUTSIDE, or nothing where the loop
-// counted them) counts those outside, and their ratios are folded into Y9
+// SLOW measures four elements from element CX (PLOAD reads their
+// published values, EO(DI) and EO(R8) their values and steps) against
+// their half steps: COUNT (OUTSIDE, or nothing where the loop counted
+// them) counts those outside, and their ratios are folded into Y9
 // (|d|/half, 0 where |d| is 0 or the pair is not finite; a NaN, of a NaN
 // step, is no ratio: VMAXPD gives its second operand when either is a
 // NaN).
-#define SLOW(COUNT, PO, EO) \
-	VPMOVZXWD PO(SI)(CX*2), X10 \
-	VPSLLD $16, X10, X10 \
+#define SLOW(COUNT, PLOAD, EO) \
+	PLOAD \
 	VCVTPS2PD X10, Y10 \
 	VCVTPS2PD EO(DI)(CX*4), Y11 \
 	VSUBPD Y10, Y11, Y12 \
@@ -132,334 +134,138 @@
 	INCQ stepLanes_again(BX)
 
 
-// func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
-TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
-	MOVQ p+0(FP), SI
-	MOVQ e+8(FP), DI
-	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), R9
-	MOVQ st+32(FP), DX
-	MOVQ sl+40(FP), BX
-	ANDQ $-4, R9
-	JZ done
-	MOVQ R9, R10
-	ANDQ $-16, R10
-	XORQ CX, CX
-	VMOVUPD laneState_sum+0(DX), Y0
-	VMOVUPD laneState_sum+32(DX), Y1
-	VMOVUPD laneState_sum+64(DX), Y2
-	VMOVUPD laneState_sum+96(DX), Y3
-	VMOVUPD laneState_sum+128(DX), Y4
-	VPXOR Y5, Y5, Y5
-	VMOVUPD laneState_max(DX), Y6
-	VMOVUPD stepLanes_s2(BX), Y7
-	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
-	TESTQ R10, R10
-	JZ tail
-loop:
-	GROUP(TOLR, GATED, PLO(0), 0)
-	VMOVAPD Y14, Y15
-	GROUP(TOLR, GATED, PHI(0), 16)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLR, GATED, PLO(16), 32)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLR, GATED, PHI(16), 48)
-	VORPD Y14, Y15, Y15
-	VPTEST Y15, Y15
-	JNZ again
-next:
-	ADDQ $16, CX
-	CMPQ CX, R10
-	JB loop
-tail:
-	CMPQ CX, R9
-	JAE end
-	GROUP(TOLR, GATED, P4, 0)
-	VPTEST Y14, Y14
-	JNZ again1
-next1:
-	ADDQ $4, CX
-	JMP tail
-end:
-	VMOVUPD Y0, laneState_sum+0(DX)
-	VMOVUPD Y1, laneState_sum+32(DX)
-	VMOVUPD Y2, laneState_sum+64(DX)
-	VMOVUPD Y3, laneState_sum+96(DX)
-	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVUPD Y6, laneState_max(DX)
-	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
-	// Y5's high doublewords are the elements outside a half step, its
-	// low ones those and the elements outside the tolerance.
-	VPSRLQ $32, Y5, Y14
-	VPSLLQ $32, Y5, Y5
-	VPSRLQ $32, Y5, Y5
-	VPSUBQ Y14, Y5, Y5
-	VPADDQ laneState_out(DX), Y5, Y5
-	VMOVDQU Y5, laneState_out(DX)
-	VPADDQ stepLanes_out(BX), Y14, Y14
-	VMOVDQU Y14, stepLanes_out(BX)
-	VZEROUPPER
-done:
-	RET
-again:
-	SLOW(OUTSIDE, 0, 0)
-	SLOW(OUTSIDE, 8, 16)
-	SLOW(OUTSIDE, 16, 32)
-	SLOW(OUTSIDE, 24, 48)
-	AGAIN
-	JMP next
-again1:
-	SLOW(OUTSIDE, 0, 0)
-	AGAIN
+
+// CODEC is a codec loop's body: G0 to G3 read the published values of an
+// iteration's groups, S0 to S3 those of SLOW, G the tail's.
+#define CODEC(TOL, STEPS, COUNT, G0, G1, G2, G3, G, S0, S1, S2, S3) \
+	MOVQ p+0(FP), SI \
+	MOVQ e+8(FP), DI \
+	MOVQ s+16(FP), R8 \
+	MOVQ n+24(FP), R9 \
+	MOVQ st+32(FP), DX \
+	MOVQ sl+40(FP), BX \
+	ANDQ $-4, R9 \
+	JZ done \
+	MOVQ R9, R10 \
+	ANDQ $-16, R10 \
+	XORQ CX, CX \
+	VMOVUPD laneState_sum+0(DX), Y0 \
+	VMOVUPD laneState_sum+32(DX), Y1 \
+	VMOVUPD laneState_sum+64(DX), Y2 \
+	VMOVUPD laneState_sum+96(DX), Y3 \
+	VMOVUPD laneState_sum+128(DX), Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VMOVUPD laneState_max(DX), Y6 \
+	VMOVUPD stepLanes_s2(BX), Y7 \
+	VPXOR Y8, Y8, Y8 \
+	VMOVUPD stepLanes_rmax(BX), Y9 \
+	TESTQ R10, R10 \
+	JZ tail \
+loop: \
+	GROUP(TOL, STEPS, G0, 0) \
+	VMOVAPD Y14, Y15 \
+	GROUP(TOL, STEPS, G1, 16) \
+	VORPD Y14, Y15, Y15 \
+	GROUP(TOL, STEPS, G2, 32) \
+	VORPD Y14, Y15, Y15 \
+	GROUP(TOL, STEPS, G3, 48) \
+	VORPD Y14, Y15, Y15 \
+	VPTEST Y15, Y15 \
+	JNZ again \
+next: \
+	ADDQ $16, CX \
+	CMPQ CX, R10 \
+	JB loop \
+tail: \
+	CMPQ CX, R9 \
+	JAE end \
+	GROUP(TOL, STEPS, G, 0) \
+	VPTEST Y14, Y14 \
+	JNZ again1 \
+next1: \
+	ADDQ $4, CX \
+	JMP tail \
+end: \
+	VMOVUPD Y0, laneState_sum+0(DX) \
+	VMOVUPD Y1, laneState_sum+32(DX) \
+	VMOVUPD Y2, laneState_sum+64(DX) \
+	VMOVUPD Y3, laneState_sum+96(DX) \
+	VMOVUPD Y4, laneState_sum+128(DX) \
+	VMOVUPD Y6, laneState_max(DX) \
+	VMOVUPD Y7, stepLanes_s2(BX) \
+	VMOVUPD Y9, stepLanes_rmax(BX) \
+	VPSRLQ $32, Y5, Y14 \
+	VPSLLQ $32, Y5, Y5 \
+	VPSRLQ $32, Y5, Y5 \
+	VPSUBQ Y14, Y5, Y5 \
+	VPADDQ laneState_out(DX), Y5, Y5 \
+	VMOVDQU Y5, laneState_out(DX) \
+	VPADDQ stepLanes_out(BX), Y14, Y14 \
+	VMOVDQU Y14, stepLanes_out(BX) \
+	VZEROUPPER \
+done: \
+	RET \
+again: \
+	SLOW(COUNT, S0, 0) \
+	SLOW(COUNT, S1, 16) \
+	SLOW(COUNT, S2, 32) \
+	SLOW(COUNT, S3, 48) \
+	AGAIN \
+	JMP next \
+again1: \
+	SLOW(COUNT, G, 0) \
+	AGAIN \
 	JMP next1
 
-// func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
-TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
-	MOVQ p+0(FP), SI
-	MOVQ e+8(FP), DI
-	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), R9
-	MOVQ st+32(FP), DX
-	MOVQ sl+40(FP), BX
-	ANDQ $-4, R9
-	JZ done
-	MOVQ R9, R10
-	ANDQ $-16, R10
-	XORQ CX, CX
-	VMOVUPD laneState_sum+0(DX), Y0
-	VMOVUPD laneState_sum+32(DX), Y1
-	VMOVUPD laneState_sum+64(DX), Y2
-	VMOVUPD laneState_sum+96(DX), Y3
-	VMOVUPD laneState_sum+128(DX), Y4
-	VPXOR Y5, Y5, Y5
-	VMOVUPD laneState_max(DX), Y6
-	VMOVUPD stepLanes_s2(BX), Y7
-	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
-	TESTQ R10, R10
-	JZ tail
-loop:
-	GROUP(TOLA, GATED, PLO(0), 0)
-	VMOVAPD Y14, Y15
-	GROUP(TOLA, GATED, PHI(0), 16)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLA, GATED, PLO(16), 32)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLA, GATED, PHI(16), 48)
-	VORPD Y14, Y15, Y15
-	VPTEST Y15, Y15
-	JNZ again
-next:
-	ADDQ $16, CX
-	CMPQ CX, R10
-	JB loop
-tail:
-	CMPQ CX, R9
-	JAE end
-	GROUP(TOLA, GATED, P4, 0)
-	VPTEST Y14, Y14
-	JNZ again1
-next1:
-	ADDQ $4, CX
-	JMP tail
-end:
-	VMOVUPD Y0, laneState_sum+0(DX)
-	VMOVUPD Y1, laneState_sum+32(DX)
-	VMOVUPD Y2, laneState_sum+64(DX)
-	VMOVUPD Y3, laneState_sum+96(DX)
-	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVUPD Y6, laneState_max(DX)
-	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
-	// Y5's high doublewords are the elements outside a half step, its
-	// low ones those and the elements outside the tolerance.
-	VPSRLQ $32, Y5, Y14
-	VPSLLQ $32, Y5, Y5
-	VPSRLQ $32, Y5, Y5
-	VPSUBQ Y14, Y5, Y5
-	VPADDQ laneState_out(DX), Y5, Y5
-	VMOVDQU Y5, laneState_out(DX)
-	VPADDQ stepLanes_out(BX), Y14, Y14
-	VMOVDQU Y14, stepLanes_out(BX)
-	VZEROUPPER
-done:
-	RET
-again:
-	SLOW(OUTSIDE, 0, 0)
-	SLOW(OUTSIDE, 8, 16)
-	SLOW(OUTSIDE, 16, 32)
-	SLOW(OUTSIDE, 24, 48)
-	AGAIN
-	JMP next
-again1:
-	SLOW(OUTSIDE, 0, 0)
-	AGAIN
-	JMP next1
+// At the end Y5's high doublewords are the elements outside a half step,
+// its low ones those and the elements outside the tolerance. The loops
+// are named by their dtypes, Atol for a tolerance of Atol alone, Busy.
+
+
+// func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLR, GATED, OUTSIDE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecBF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32BusyAVX2(SB), NOSPLIT, $0-48
-	MOVQ p+0(FP), SI
-	MOVQ e+8(FP), DI
-	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), R9
-	MOVQ st+32(FP), DX
-	MOVQ sl+40(FP), BX
-	ANDQ $-4, R9
-	JZ done
-	MOVQ R9, R10
-	ANDQ $-16, R10
-	XORQ CX, CX
-	VMOVUPD laneState_sum+0(DX), Y0
-	VMOVUPD laneState_sum+32(DX), Y1
-	VMOVUPD laneState_sum+64(DX), Y2
-	VMOVUPD laneState_sum+96(DX), Y3
-	VMOVUPD laneState_sum+128(DX), Y4
-	VPXOR Y5, Y5, Y5
-	VMOVUPD laneState_max(DX), Y6
-	VMOVUPD stepLanes_s2(BX), Y7
-	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
-	TESTQ R10, R10
-	JZ tail
-loop:
-	GROUP(TOLR, BUSY, PLO(0), 0)
-	VMOVAPD Y14, Y15
-	GROUP(TOLR, BUSY, PHI(0), 16)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLR, BUSY, PLO(16), 32)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLR, BUSY, PHI(16), 48)
-	VORPD Y14, Y15, Y15
-	VPTEST Y15, Y15
-	JNZ again
-next:
-	ADDQ $16, CX
-	CMPQ CX, R10
-	JB loop
-tail:
-	CMPQ CX, R9
-	JAE end
-	GROUP(TOLR, BUSY, P4, 0)
-	VPTEST Y14, Y14
-	JNZ again1
-next1:
-	ADDQ $4, CX
-	JMP tail
-end:
-	VMOVUPD Y0, laneState_sum+0(DX)
-	VMOVUPD Y1, laneState_sum+32(DX)
-	VMOVUPD Y2, laneState_sum+64(DX)
-	VMOVUPD Y3, laneState_sum+96(DX)
-	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVUPD Y6, laneState_max(DX)
-	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
-	// Y5's high doublewords are the elements outside a half step, its
-	// low ones those and the elements outside the tolerance.
-	VPSRLQ $32, Y5, Y14
-	VPSLLQ $32, Y5, Y5
-	VPSRLQ $32, Y5, Y5
-	VPSUBQ Y14, Y5, Y5
-	VPADDQ laneState_out(DX), Y5, Y5
-	VMOVDQU Y5, laneState_out(DX)
-	VPADDQ stepLanes_out(BX), Y14, Y14
-	VMOVDQU Y14, stepLanes_out(BX)
-	VZEROUPPER
-done:
-	RET
-again:
-	SLOW(NONE, 0, 0)
-	SLOW(NONE, 8, 16)
-	SLOW(NONE, 16, 32)
-	SLOW(NONE, 24, 48)
-	AGAIN
-	JMP next
-again1:
-	SLOW(NONE, 0, 0)
-	AGAIN
-	JMP next1
+	CODEC(TOLR, BUSY, NONE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, GATED, OUTSIDE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecBF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AtolBusyAVX2(SB), NOSPLIT, $0-48
-	MOVQ p+0(FP), SI
-	MOVQ e+8(FP), DI
-	MOVQ s+16(FP), R8
-	MOVQ n+24(FP), R9
-	MOVQ st+32(FP), DX
-	MOVQ sl+40(FP), BX
-	ANDQ $-4, R9
-	JZ done
-	MOVQ R9, R10
-	ANDQ $-16, R10
-	XORQ CX, CX
-	VMOVUPD laneState_sum+0(DX), Y0
-	VMOVUPD laneState_sum+32(DX), Y1
-	VMOVUPD laneState_sum+64(DX), Y2
-	VMOVUPD laneState_sum+96(DX), Y3
-	VMOVUPD laneState_sum+128(DX), Y4
-	VPXOR Y5, Y5, Y5
-	VMOVUPD laneState_max(DX), Y6
-	VMOVUPD stepLanes_s2(BX), Y7
-	VPXOR Y8, Y8, Y8
-	VMOVUPD stepLanes_rmax(BX), Y9
-	TESTQ R10, R10
-	JZ tail
-loop:
-	GROUP(TOLA, BUSY, PLO(0), 0)
-	VMOVAPD Y14, Y15
-	GROUP(TOLA, BUSY, PHI(0), 16)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLA, BUSY, PLO(16), 32)
-	VORPD Y14, Y15, Y15
-	GROUP(TOLA, BUSY, PHI(16), 48)
-	VORPD Y14, Y15, Y15
-	VPTEST Y15, Y15
-	JNZ again
-next:
-	ADDQ $16, CX
-	CMPQ CX, R10
-	JB loop
-tail:
-	CMPQ CX, R9
-	JAE end
-	GROUP(TOLA, BUSY, P4, 0)
-	VPTEST Y14, Y14
-	JNZ again1
-next1:
-	ADDQ $4, CX
-	JMP tail
-end:
-	VMOVUPD Y0, laneState_sum+0(DX)
-	VMOVUPD Y1, laneState_sum+32(DX)
-	VMOVUPD Y2, laneState_sum+64(DX)
-	VMOVUPD Y3, laneState_sum+96(DX)
-	VMOVUPD Y4, laneState_sum+128(DX)
-	VMOVUPD Y6, laneState_max(DX)
-	VMOVUPD Y7, stepLanes_s2(BX)
-	VMOVUPD Y9, stepLanes_rmax(BX)
-	// Y5's high doublewords are the elements outside a half step, its
-	// low ones those and the elements outside the tolerance.
-	VPSRLQ $32, Y5, Y14
-	VPSLLQ $32, Y5, Y5
-	VPSRLQ $32, Y5, Y5
-	VPSUBQ Y14, Y5, Y5
-	VPADDQ laneState_out(DX), Y5, Y5
-	VMOVDQU Y5, laneState_out(DX)
-	VPADDQ stepLanes_out(BX), Y14, Y14
-	VMOVDQU Y14, stepLanes_out(BX)
-	VZEROUPPER
-done:
-	RET
-again:
-	SLOW(NONE, 0, 0)
-	SLOW(NONE, 8, 16)
-	SLOW(NONE, 16, 32)
-	SLOW(NONE, 24, 48)
-	AGAIN
-	JMP next
-again1:
-	SLOW(NONE, 0, 0)
-	AGAIN
-	JMP next1
+	CODEC(TOLA, BUSY, NONE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF16F32AVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLR, GATED, OUTSIDE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF16F32BusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLR, BUSY, NONE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF16F32AtolAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, GATED, OUTSIDE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF16F32AtolBusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, BUSY, NONE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF32F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F32AVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLR, GATED, OUTSIDE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+
+// func codecF32F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F32BusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLR, BUSY, NONE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+
+// func codecF32F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F32AtolAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, GATED, OUTSIDE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+
+// func codecF32F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F32AtolBusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, BUSY, NONE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
