@@ -69,8 +69,10 @@ func (f *fusedSteps) chunk(k *kernel, b *block, off, m uint64) {
 func (f *fusedSteps) redo(b *block, off, m uint64) {
 	v := f.v
 	v.st.out = f.saved
-	for i := int(off); i < int(off+m); i++ {
-		a, e := valueAt(v.pd, b.p, i), valueAt(v.ed, b.e, i)
+	pt, _ := elemTable(v.pd)
+	et, _ := elemTable(v.ed)
+	for i := off; i < off+m; i++ {
+		a, e := elemValue(pt, b.p, i), elemValue(et, b.e, i)
 		if a-a != 0 || e-e != 0 {
 			continue
 		}

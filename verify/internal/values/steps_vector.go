@@ -1,7 +1,6 @@
 package values
 
 import (
-	"encoding/binary"
 	"math"
 	"unsafe"
 
@@ -102,11 +101,13 @@ func (v *vectorSteps) startChunk() {
 // multiple of 4; it measures the rest, and finds the chunk's largest ratio
 // where it beats the largest so far.
 func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
-	pd, ed, st := v.pd, v.ed, &v.st
+	st := &v.st
+	pt, _ := elemTable(v.pd)
+	et, _ := elemTable(v.ed)
 	// ratio is element i's |e − p| / half step, ok false when the pair is
 	// not finite.
 	ratio := func(i int) (r float64, ok bool) {
-		a, b := valueAt(pd, p, i), valueAt(ed, e, i)
+		a, b := elemValue(pt, p, uint64(i)), elemValue(et, e, uint64(i))
 		if a-a != 0 || b-b != 0 {
 			return 0, false
 		}
@@ -121,7 +122,7 @@ func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
 	for i := c0 + m; i < c1; i++ { // the last elements, one at a time
 		s := float64(steps[i])
 		st.s2[i&3] += s * s
-		a, b := valueAt(pd, p, i), valueAt(ed, e, i)
+		a, b := elemValue(pt, p, uint64(i)), elemValue(et, e, uint64(i))
 		if a-a != 0 || b-b != 0 {
 			continue
 		}
@@ -159,14 +160,6 @@ func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
 	if at >= 0 {
 		v.best, v.bestAt = cmax, v.done+at
 	}
-}
-
-// valueAt is element i of b, BF16 or F32, widened.
-func valueAt(d safetensors.DType, b []byte, i int) float64 {
-	if d == safetensors.BF16 {
-		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
-	}
-	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
 
 // end adds the block's measures, its first element start, to sp.

@@ -114,15 +114,21 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	if lean {
 		loop = leanStepLoop(pd, ed)
 	}
-	// The codec loop measures the steps in the statistics' pass, where it
-	// exists (the exported side decoded, the published BF16).
+	// The codec loops measure the steps in the statistics' pass, where they
+	// exist (the exported side decoded) and the kernels read the plain side
+	// in place (it is aligned, and so is every piece); as the lean loop,
+	// they leave Σp² to the kernel.
 	var gated, busy codecLoop
-	if res.hasSteps && lean && side == 1 && codecLoops {
+	if res.hasSteps && side == 1 && codecLoops && leanSteps && aligned(raw[1-side], psz) {
 		gated, busy = codecStepLoops(pd, ed, p.Tolerance)
 	}
+	if gated != nil {
+		loop, lean = leanStepLoop(pd, ed), true
+	}
 	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy}
+	vector := loop != nil || gated != nil
 	if res.hasSteps {
-		if loop != nil {
+		if vector {
 			sb.vector.begin(loop, pd, ed, lean)
 		} else {
 			sb.portable.begin()
@@ -141,8 +147,7 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		}
 		var piece [2][]byte
 		piece[side], piece[1-side] = f32Bytes(vals), raw[1-side][lo*psz:hi*psz]
-		// The kernels read the plain side in place only where it is aligned.
-		withSteps := gated != nil && aligned(piece[1-side], psz)
+		withSteps := gated != nil
 		switch {
 		case !res.hasSteps:
 		case withSteps:
@@ -169,7 +174,7 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	}
 	res.part = k.end(true)
 	if res.hasSteps {
-		if loop != nil {
+		if vector {
 			sb.vector.end(&res.steps, j.start)
 			if lean {
 				res.steps.sumP2 = res.part.sumP2
