@@ -15,9 +15,10 @@
 // BX stepLanes): no register is left for them.
 //
 // The products of widened float32 values are exact, so a fused
-// multiply-add is the multiply and the add; Σs² is not one, as a step may
-// be a NaN (no chunk is done again for it) and a fused multiply-add may
-// keep another NaN's payload.
+// multiply-add is the multiply and the add. (But for a NaN's payload: a
+// NaN step makes Σs² a NaN whose payload may be another than the other
+// loops give, and no chunk is done again for it; finishSteps makes a NaN
+// noise the one NaN.)
 //
 // Of the steps, the gated loops themselves add only Σs²: an element
 // outside its half step (|d| > s·(1+StepMargin)/2) or that may beat its
@@ -49,8 +50,7 @@
 	VPSUBQ Y12, Y5, Y5 \
 	VMAXPD Y13, Y6, Y6 \
 	VCVTPS2PD EO(R8)(CX*4), Y12 \
-	VMULPD Y12, Y12, Y14 \
-	VADDPD Y14, Y7, Y7 \
+	VFMADD231PD Y12, Y12, Y7 \
 	STEPS
 
 // GATED is the gate (the loops named without Busy).
