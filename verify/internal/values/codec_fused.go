@@ -10,12 +10,13 @@ import (
 // reads the plain side, the decoded values and their steps once and adds
 // both the statistics (as the kernels do) and the steps (as the lean step
 // loop does), lane by lane in the same order, so the numbers are those of
-// the two passes. Only its products are fused multiply-adds, and only those
-// of widened float32 values, which are exact in float64: the sums are
-// unchanged.
+// the two passes (but for a NaN noise's payload). Its fused multiply-adds
+// add products of widened float32 values, which are exact in float64: the
+// sums are unchanged. A block's step chunks take the gated loop or the
+// busy one, as many elements are outside their half steps or few.
 
-// A codecLoop measures n (a multiple of 4) elements of p and e (BF16 and
-// F32) against steps s: their statistics into st, their steps into sl,
+// A codecLoop measures n (a multiple of 4) elements of p and e (BF16, F16
+// or F32 as its name says, and F32) against steps s: their statistics into st, their steps into sl,
 // leaving Σp² and the finite count to st and the elements outside to be
 // masked by the chunk's finiteness (see fusedSteps.redo); n < 2^33.
 type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)

@@ -4,8 +4,8 @@
 #include "go_asm.h"
 
 // The codec loops of codec_fused.go: sixteen elements an iteration, in
-// four groups of four; of a group, p (BF16, F16 or F32) in Y10, e (F32) in Y11, the
-// step in Y12, as float64. The statistics lanes are kernels_amd64.s's:
+// four groups of four; of a group, p (BF16, F16 or F32) in Y10, e (F32)
+// in Y11, the step in Y12, as float64. The statistics lanes are kernels_amd64.s's:
 // Y0 Σ|d|, Y1 Σd², Y2 Σp², Y3 Σe², Y4 Σp·e, Y6 the largest |d|; the step
 // lanes steps_amd64.s's LEAN: Y7 Σs², Y9 the largest ratio. Y5 counts
 // both the elements outside the tolerance (a quadword subtraction: the
