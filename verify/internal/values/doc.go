@@ -14,8 +14,10 @@
 // the generated kernels_gen.go and the AVX2 kernels_amd64.s). A codec side
 // is decoded by its codec into a worker's float32 buffer and measured as
 // the F32 tensor it decodes to (codec.go), a codec stored transposed a
-// band at a time, transposed in memory (codec_transposed.go); plain dtypes
-// never go through a codec. Blocks merge in order into each pair's Stats, so the numbers do
+// band at a time, transposed in memory (codec_transposed.go), or, where
+// its codec decodes ranges of rows, a piece at a time in the cache
+// (subchunk.go), the statistics and the steps in one pass where a codec
+// loop exists (codec_fused.go); plain dtypes never go through a codec. Blocks merge in order into each pair's Stats, so the numbers do
 // not depend on scheduling. Findings, codes and report data are the caller's (package
 // verify).
 package values

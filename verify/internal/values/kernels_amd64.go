@@ -10,25 +10,29 @@ import "sync"
 //
 // The CPU is asked on first use, not at package init: each CPUID is a VM
 // exit, and `ckptcheck --version` compares no values.
-var cpuFeaturesOnce = sync.OnceValues(cpuFeatures)
+var cpuFeaturesOnce = sync.OnceValue(cpuFeatures)
 
-// cpuAVX2 reports AVX2 with the YMM state enabled; cpuF16C, F16C too.
-func cpuAVX2() bool { a, _ := cpuFeaturesOnce(); return a }
-func cpuF16C() bool { _, f := cpuFeaturesOnce(); return f }
+// cpuAVX2 reports AVX2 with the YMM state enabled; cpuF16C and cpuFMA,
+// F16C and FMA too.
+func cpuAVX2() bool { return cpuFeaturesOnce().avx2 }
+func cpuF16C() bool { return cpuFeaturesOnce().f16c }
+func cpuFMA() bool  { return cpuFeaturesOnce().fma }
 
-func cpuFeatures() (avx2, f16c bool) {
+type cpuSet struct{ avx2, f16c, fma bool }
+
+func cpuFeatures() cpuSet {
 	maxLeaf, _, _, _ := cpuid(0, 0)
 	if maxLeaf < 7 {
-		return false, false
+		return cpuSet{}
 	}
 	_, _, c1, _ := cpuid(1, 0)
-	const osxsave, avx, f16cBit = 1 << 27, 1 << 28, 1 << 29
+	const fmaBit, osxsave, avx, f16cBit = 1 << 12, 1 << 27, 1 << 28, 1 << 29
 	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 { // XMM and YMM state enabled
-		return false, false
+		return cpuSet{}
 	}
 	_, b7, _, _ := cpuid(7, 0)
-	avx2 = b7&(1<<5) != 0
-	return avx2, avx2 && c1&f16cBit != 0
+	avx2 := b7&(1<<5) != 0
+	return cpuSet{avx2: avx2, f16c: avx2 && c1&f16cBit != 0, fma: avx2 && c1&fmaBit != 0}
 }
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)

@@ -67,6 +67,10 @@ type kernel struct {
 	pf, ef [chunkElems]float64 // a chunk's decoded values, where needed
 	cmax   [][lanes]float64    // each chunk's largest |d|, by lane, of the last add
 
+	// steps, while set, measures the steps of the elements being added in
+	// the statistics' pass over them (codec_fused.go).
+	steps *fusedSteps
+
 	// The block under way (see begin).
 	r          partial
 	b          block
@@ -166,13 +170,19 @@ func (k *kernel) add(p, e []byte) {
 		r.eVaries = r.eVaries || differs(e[i*b.esz:j*b.esz], k.e0)
 		saved := *st
 		st.max = [lanes]float64{-1, -1, -1, -1}
-		if k.mode != kernelsReference {
+		switch {
+		case k.steps != nil:
+			k.steps.chunk(k, b, off, m)
+		case k.mode != kernelsReference:
 			k.fast(b, off, m)
 		}
 		if k.mode == kernelsReference || !finiteLanes(&st.sum[0]) {
 			*st = saved
 			st.max = [lanes]float64{-1, -1, -1, -1}
 			k.slowChunk(r, b, off, m, base)
+			if k.steps != nil {
+				k.steps.redo(b, off, m)
+			}
 		}
 		k.cmax = append(k.cmax, st.max)
 	}
@@ -274,6 +284,13 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 		}
 		off := uint64(c) * chunkElems
 		m := min(chunkElems, uint64(len(b.p))/b.psz*b.vl-off)
+		if at, ok := firstAbs(b, off, m, lm, best); ok {
+			pt, _ := elemTable(b.pd)
+			et, _ := elemTable(b.ed)
+			r.maxAbs, r.maxIdx, r.hasMax = best, base+off+at, true
+			r.maxP, r.maxE = elemValue(pt, b.p, off+at), elemValue(et, b.e, off+at)
+			return
+		}
 		k.decode(b, off, m)
 		at := m
 		for l := range uint64(lanes) {
@@ -291,6 +308,52 @@ func (k *kernel) locateMax(r *partial, b *block, base uint64) {
 		r.maxP, r.maxE = k.pf[at], k.ef[at]
 		return
 	}
+}
+
+// firstAbs is where locateMax looks without decoding the chunk, for
+// BF16, F16 and F32 sides: the first of elements [off, off+m) of b whose
+// |d| is best, in the lanes whose largest it is (lm); ok false where it
+// does not look.
+func firstAbs(b *block, off, m uint64, lm [lanes]float64, best float64) (at uint64, ok bool) {
+	pt, pok := elemTable(b.pd)
+	et, eok := elemTable(b.ed)
+	if b.vl != 1 || !pok || !eok {
+		return 0, false
+	}
+	at = m
+	for l := range uint64(lanes) {
+		if lm[l] != best {
+			continue
+		}
+		for i := l; i < at; i += lanes {
+			if d := elemValue(et, b.e, off+i) - elemValue(pt, b.p, off+i); d-d == 0 && math.Abs(d) == best {
+				at = i
+				break
+			}
+		}
+	}
+	return at, at < m
+}
+
+// elemTable is the table elemValue reads a dtype's elements by (nil: F32),
+// ok false for a dtype it does not read.
+func elemTable(d safetensors.DType) (t *[1 << 16]float64, ok bool) {
+	switch d {
+	case safetensors.BF16:
+		return bf16Values(), true
+	case safetensors.F16:
+		return f16Values(), true
+	}
+	return nil, d == safetensors.F32
+}
+
+// elemValue is element i of b as the kernels decode it: by its bits in t,
+// or as F32 where t is nil.
+func elemValue(t *[1 << 16]float64, b []byte, i uint64) float64 {
+	if t != nil {
+		return t[binary.LittleEndian.Uint16(b[2*i:])]
+	}
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 }
 
 // finiteLanes reports whether every lane sum is finite.

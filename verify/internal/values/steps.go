@@ -358,8 +358,11 @@ func (p *Pair) finishSteps() {
 	}
 	p.stepParts = nil
 	s := &StepStats{Outside: t.outside, MaxRatio: t.maxRatio, NoiseRelL2: math.Sqrt(t.sumStep2/12) / math.Sqrt(t.sumP2)}
-	if t.sumStep2 == 0 {
+	switch {
+	case t.sumStep2 == 0:
 		s.NoiseRelL2 = 0
+	case math.IsNaN(s.NoiseRelL2): // of a NaN step: its payload is the loop's
+		s.NoiseRelL2 = math.NaN()
 	}
 	if t.hasMax {
 		s.MaxAt = unravel(t.maxIdx, p.Published.Shape)

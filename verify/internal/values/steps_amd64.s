@@ -35,13 +35,14 @@
 	VMOVMSKPD Y9, AX
 
 // RATIO folds the ratios of the four elements into Y4: dlt/half, 0 where
-// dlt is 0 or the pair is not finite.
+// dlt is 0 or the pair is not finite. A NaN (of a NaN step) is no ratio:
+// VMAXPD gives its second operand when either is a NaN.
 #define RATIO \
 	VDIVPD Y12, Y14, Y9 \
 	VCMPPD $0x0, Y15, Y14, Y10 \
 	VANDNPD Y9, Y10, Y9 \
 	VANDPD Y13, Y9, Y9 \
-	VMAXPD Y9, Y4, Y4
+	VMAXPD Y4, Y9, Y4
 
 // LEAN is STEP without Σp² and the finite count (the comparison's kernel
 // has Σp², the same sum): a pair is finite when d − d is 0, d = e − p.

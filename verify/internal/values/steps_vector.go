@@ -1,7 +1,6 @@
 package values
 
 import (
-	"encoding/binary"
 	"math"
 	"unsafe"
 
@@ -25,6 +24,13 @@ type stepLanes struct {
 	out, fin      [lanes]uint64  // elements outside; finite pairs
 	rmax          [lanes]float64 // the chunk's largest ratio
 	k, skip, half [lanes]float64 // 1+StepMargin, maxSkip, 0.5
+
+	// For the codec loops (codec_fused_amd64.s): (1+StepMargin)/2, the
+	// chunk's largest ratio times maxSkip/2, the least of the two, the abs
+	// mask; the iterations they measured again.
+	k2, trig, gate [lanes]float64
+	abs            [lanes]uint64
+	again          uint64
 }
 
 // A stepLoop measures n (a multiple of 4) elements of p and e (BF16 or
@@ -57,26 +63,51 @@ func (v *vectorSteps) begin(loop stepLoop, pd, ed safetensors.DType, lean bool) 
 	*v = vectorSteps{loop: loop, pd: pd, ed: ed, best: -1, lean: lean}
 	for l := range lanes {
 		v.st.k[l], v.st.skip[l], v.st.half[l] = 1+StepMargin, maxSkip, 0.5
+		v.st.k2[l], v.st.abs[l] = (1+StepMargin)/2, math.MaxInt64
 	}
 }
 
 // add measures the block's next len(steps) elements, whose bytes are p
 // and e.
 func (v *vectorSteps) add(p, e []byte, steps []float32) {
-	pd, ed, st := v.pd, v.ed, &v.st
 	n := len(steps)
-	psz, esz := pd.Bits()/8, ed.Bits()/8
+	psz, esz := v.pd.Bits()/8, v.ed.Bits()/8
 	p, e = p[:n*psz], e[:n*esz]
-	at := func(d safetensors.DType, b []byte, i int) float64 {
-		if d == safetensors.BF16 {
-			return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
+	for c0 := 0; c0 < n; c0 += stepChunk {
+		c1 := min(c0+stepChunk, n)
+		m := (c1 - c0) &^ 3
+		v.startChunk()
+		if m > 0 {
+			v.loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, &v.st)
 		}
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		v.endChunk(p, e, steps, c0, c1, m)
 	}
+	v.done += n
+}
+
+// startChunk readies the lanes for a chunk: they start at the largest
+// ratio so far, so that only an element that beats it divides.
+func (v *vectorSteps) startChunk() {
+	st := &v.st
+	r0 := max(v.best, 0)
+	st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
+	t := r0 * maxSkip * 0.5
+	g := min(t, (1+StepMargin)/2)
+	st.trig, st.gate, st.again = [lanes]float64{t, t, t, t}, [lanes]float64{g, g, g, g}, 0
+}
+
+// endChunk finishes the chunk of elements [c0, c1) of the elements being
+// added (bytes p and e, steps): a vector loop measured the first m, a
+// multiple of 4; it measures the rest, and finds the chunk's largest ratio
+// where it beats the largest so far.
+func (v *vectorSteps) endChunk(p, e []byte, steps []float32, c0, c1, m int) {
+	st := &v.st
+	pt, _ := elemTable(v.pd)
+	et, _ := elemTable(v.ed)
 	// ratio is element i's |e − p| / half step, ok false when the pair is
 	// not finite.
 	ratio := func(i int) (r float64, ok bool) {
-		a, b := at(pd, p, i), at(ed, e, i)
+		a, b := elemValue(pt, p, uint64(i)), elemValue(et, e, uint64(i))
 		if a-a != 0 || b-b != 0 {
 			return 0, false
 		}
@@ -86,44 +117,49 @@ func (v *vectorSteps) add(p, e []byte, steps []float32) {
 		}
 		return dlt / (float64(steps[i]) / 2), true
 	}
-	for c0 := 0; c0 < n; c0 += stepChunk {
-		c1 := min(c0+stepChunk, n)
-		m := (c1 - c0) &^ 3
-		// Lanes start at the largest ratio so far: only an element that
-		// beats it divides.
-		r0 := max(v.best, 0)
-		st.rmax, st.fin = [lanes]float64{r0, r0, r0, r0}, [lanes]uint64{}
-		if m > 0 {
-			v.loop(&p[c0*psz], &e[c0*esz], (*byte)(unsafe.Pointer(&steps[c0])), m, st)
-		}
-		cmax := max(max(st.rmax[0], st.rmax[1]), max(st.rmax[2], st.rmax[3]))
-		fin := st.fin[0] + st.fin[1] + st.fin[2] + st.fin[3]
-		for i := c0 + m; i < c1; i++ { // the last elements, one at a time
-			s := float64(steps[i])
-			st.s2[i&3] += s * s
-			a, b := at(pd, p, i), at(ed, e, i)
-			if a-a != 0 || b-b != 0 {
-				continue
-			}
-			fin++
-			st.p2[i&3] += a * a
-			if dlt := math.Abs(b - a); dlt > (1+StepMargin)*(s/2) {
-				st.out[i&3]++
-			}
-			r, _ := ratio(i)
-			cmax = max(cmax, r)
-		}
-		if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
+	cmax := max(max(st.rmax[0], st.rmax[1]), max(st.rmax[2], st.rmax[3]))
+	fin := st.fin[0] + st.fin[1] + st.fin[2] + st.fin[3]
+	for i := c0 + m; i < c1; i++ { // the last elements, one at a time
+		s := float64(steps[i])
+		st.s2[i&3] += s * s
+		a, b := elemValue(pt, p, uint64(i)), elemValue(et, e, uint64(i))
+		if a-a != 0 || b-b != 0 {
 			continue
 		}
-		for i := c0; i < c1; i++ {
+		fin++
+		st.p2[i&3] += a * a
+		if dlt := math.Abs(b - a); dlt > (1+StepMargin)*(s/2) {
+			st.out[i&3]++
+		}
+		if r, _ := ratio(i); r > cmax { // a NaN (a NaN step) is no ratio
+			cmax = r
+		}
+	}
+	if (fin == 0 && !v.lean) || (v.best >= 0 && cmax <= v.best) {
+		return
+	}
+	// The first element that has it: in a lane whose largest ratio it is
+	// (no other lane holds one), else among the last elements.
+	at := -1
+	for l := range lanes {
+		if st.rmax[l] != cmax {
+			continue
+		}
+		for i := c0 + l; i < c0+m && (at < 0 || i < at); i += lanes {
 			if r, ok := ratio(i); ok && r == cmax {
-				v.best, v.bestAt = r, v.done+i
+				at = i
 				break
 			}
 		}
 	}
-	v.done += n
+	for i := c0 + m; at < 0 && i < c1; i++ {
+		if r, ok := ratio(i); ok && r == cmax {
+			at = i
+		}
+	}
+	if at >= 0 {
+		v.best, v.bestAt = cmax, v.done+at
+	}
 }
 
 // end adds the block's measures, its first element start, to sp.

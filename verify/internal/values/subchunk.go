@@ -39,6 +39,10 @@ var subChunking = true
 // with the full one.
 var leanSteps = true
 
+// codecLoops chooses the codec loop (codec_fused.go) where it exists;
+// benchmarks compare it with the two passes.
+var codecLoops = true
+
 // subChunkSide is the codec side of a pair whose blocks may take the
 // sub-chunked path, or -1: one side plain BF16, F16 or F32, the other a
 // RangeDecoder whose tile columns divide its rows and the pieces, with no
@@ -73,6 +77,7 @@ type subBuffers struct {
 	vals, steps, plain []float32
 	vector             vectorSteps
 	portable           oneSideSteps
+	fused              fusedSteps
 }
 
 // subResult is what the sub-chunked path found of a block.
@@ -109,8 +114,21 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 	if lean {
 		loop = leanStepLoop(pd, ed)
 	}
+	// The codec loops measure the steps in the statistics' pass, where they
+	// exist (the exported side decoded) and the kernels read the plain side
+	// in place (it is aligned, and so is every piece); as the lean loop,
+	// they leave Σp² to the kernel.
+	var gated, busy codecLoop
+	if res.hasSteps && side == 1 && codecLoops && leanSteps && aligned(raw[1-side], psz) {
+		gated, busy = codecStepLoops(pd, ed, p.Tolerance)
+	}
+	if gated != nil {
+		loop, lean = leanStepLoop(pd, ed), true
+	}
+	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy}
+	vector := loop != nil || gated != nil
 	if res.hasSteps {
-		if loop != nil {
+		if vector {
 			sb.vector.begin(loop, pd, ed, lean)
 		} else {
 			sb.portable.begin()
@@ -129,8 +147,12 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		}
 		var piece [2][]byte
 		piece[side], piece[1-side] = f32Bytes(vals), raw[1-side][lo*psz:hi*psz]
+		withSteps := gated != nil
 		switch {
 		case !res.hasSteps:
+		case withSteps:
+			sb.fused.steps = steps
+			k.steps = &sb.fused
 		case loop != nil:
 			sb.vector.add(piece[0], piece[1], steps)
 		default:
@@ -145,10 +167,14 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		res.exact = res.exact && exactBlock(pd, ed, piece[0], piece[1])
 		res.rounds = res.rounds && roundsTo(pd, piece[0], piece[1])
 		k.add(piece[0], piece[1])
+		if withSteps {
+			k.steps = nil
+			sb.vector.done += len(steps)
+		}
 	}
 	res.part = k.end(true)
 	if res.hasSteps {
-		if loop != nil {
+		if vector {
 			sb.vector.end(&res.steps, j.start)
 			if lean {
 				res.steps.sumP2 = res.part.sumP2

@@ -21,9 +21,11 @@ import (
 
 // BenchmarkRunQuantized times a whole Run, one worker, bytes in memory, of
 // a BF16 weight against its quantized export (FP8 block-128, GPTQ int4
-// g128, GGUF Q8_0 and Q4_K: issues 20 and 25) with the sub-chunked path and
-// without, beside the BF16 fine-tune of it (every value moved an ulp): the
-// time to hold them to. ns/elem is a logical element.
+// g128, GGUF Q8_0 and Q4_K: issues 20 and 25) with the sub-chunked path
+// (in one pass, and in two: no codec loop) and without, beside the BF16
+// fine-tune of it (every value moved an ulp): the time to hold them to;
+// and an F16 published side against Q8_0.
+// ns/elem is a logical element.
 func BenchmarkRunQuantized(b *testing.B) {
 	shape := []uint64{3072, 1024}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -38,14 +40,15 @@ func BenchmarkRunQuantized(b *testing.B) {
 	type export struct {
 		name string
 		op   Operand
+		pub  *Operand // nil: the BF16 one
 	}
-	exports := []export{{"bf16", Operand{DType: safetensors.BF16, Shape: shape, Segments: f.add(moved.Data)}}}
+	exports := []export{{"bf16", Operand{DType: safetensors.BF16, Shape: shape, Segments: f.add(moved.Data)}, nil}}
 	codec := func(name string, c quant.Codec, parts ...[]byte) {
 		o := Operand{Shape: shape, Codec: c}
 		for _, p := range parts {
 			o.Parts = append(o.Parts, f.add(p))
 		}
-		exports = append(exports, export{name, o})
+		exports = append(exports, export{name, o, nil})
 	}
 	fp8, _ := quant.NewBlockFP8(128, 128)
 	fq := quantfixture.BlockFP8{Rows: 128, Cols: 128}.Quantize(src)
@@ -55,22 +58,30 @@ func BenchmarkRunQuantized(b *testing.B) {
 	codec("gptq", gptq, gq[0].Data, gq[2].Data, gq[1].Data, gq[3].Data)
 	q8, _ := quant.GGML(tensorfile.Q8_0)
 	codec("q8_0", q8, ggufwrite.AppendQ8_0(nil, vals))
+	// An F16 model's GGUF export.
+	vals64 := make([]float64, len(vals))
+	for i, v := range vals {
+		vals64[i] = float64(v)
+	}
+	pub16 := Operand{DType: safetensors.F16, Shape: shape, Segments: f.add(encode(safetensors.F16, vals64))}
+	exports = append(exports, export{"f16-q8_0", exports[len(exports)-1].op, &pub16})
 	q4k, _ := quant.GGML(tensorfile.Q4_K)
 	codec("q4_k", q4k, ggufwrite.AppendQ4K(nil, vals))
 	readers := []io.ReaderAt{bytes.NewReader(f.b)}
 	n := float64(len(vals))
 	for _, e := range exports {
-		for _, sub := range []bool{true, false} {
-			name := e.name
-			if e.op.Codec != nil && !sub {
-				name += "-whole"
-			} else if e.op.Codec == nil && !sub {
+		for _, mode := range []string{"", "-twopass", "-whole"} {
+			if e.op.Codec == nil && mode != "" {
 				continue
 			}
-			b.Run(name, func(b *testing.B) {
-				defer func(old bool) { subChunking = old }(subChunking)
-				subChunking = sub
-				p := &Pair{Published: pub, Exported: e.op, Tolerance: Tolerance{Rtol: 1e-1}}
+			b.Run(e.name+mode, func(b *testing.B) {
+				defer func(sub, codec bool) { subChunking, codecLoops = sub, codec }(subChunking, codecLoops)
+				subChunking, codecLoops = mode != "-whole", mode == ""
+				pp := pub
+				if e.pub != nil {
+					pp = *e.pub
+				}
+				p := &Pair{Published: pp, Exported: e.op, Tolerance: Tolerance{Rtol: 1e-1}}
 				if _, err := Run(context.Background(), readers, []*Pair{p}, Options{Workers: 1}); err != nil {
 					b.Fatal(err)
 				}
