@@ -45,8 +45,11 @@ var ErrIndex = errors.New("group index out of range")
 // decode word by word. minusOne says that any −1 means column order
 // (compressed-tensors' "g_idx is None or -1 in g_idx").
 func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
-	columnOrder = true
 	b = b[:4*cols]
+	if inColumnOrder(b, group) {
+		return true, nil // every entry c/group < groups: nothing to reject, no −1 to find
+	}
+	columnOrder = true
 	var want, left uint64 = 0, group // c/group, counted: no division a column
 	for c := range cols {
 		g := int32(binary.LittleEndian.Uint32(b[4*c:]))
@@ -63,6 +66,31 @@ func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOn
 		columnOrder = columnOrder && uint64(g) == want
 	}
 	return columnOrder, nil
+}
+
+// inColumnOrder reports whether the g_idx b (I32, whole) is c/group for
+// every column c: the layout of desc_act=false exports, checked on every
+// range a codec decodes, so two entries a compare.
+func inColumnOrder(b []byte, group uint64) bool {
+	if group == 0 {
+		return false
+	}
+	var g uint64
+	for len(b) >= 8 {
+		run := min(group, uint64(len(b))/4) // entries left in the group
+		pair := g | g<<32
+		k := uint64(0)
+		for ; k+2 <= run; k += 2 {
+			if binary.LittleEndian.Uint64(b[4*k:]) != pair {
+				return false
+			}
+		}
+		if k < run && uint64(binary.LittleEndian.Uint32(b[4*k:])) != g {
+			return false
+		}
+		b, g = b[4*run:], g+1
+	}
+	return len(b) == 0 || uint64(binary.LittleEndian.Uint32(b)) == g
 }
 
 // unpack4 writes the eight 4-bit codes of w, low first, through lut.

@@ -34,10 +34,10 @@ func e4m3ScaledAVX2(dst, steps *float32, codes *byte, n int, s float32, nan uint
 
 // q8BlocksAVX2 writes int8(q)·d of n Q8_0 blocks' codes, from src, into
 // dst and, unless steps is nil, their steps (see stepsQ8_0) into steps;
-// ds holds each block's d.
+// each block's d is its half's entry in f16.
 //
 //go:noescape
-func q8BlocksAVX2(dst, steps *float32, src *byte, ds *float32, n int)
+func q8BlocksAVX2(dst, steps *float32, src *byte, f16 *[1 << 16]float32, n int)
 
 // unpack4StridedAVX2 writes the eight 4-bit codes of each of n words,
 // stride bytes apart from qw, low first, through luts.vals into vals and,
@@ -87,51 +87,35 @@ func q8Scaled(src []byte, y, steps []float32) bool {
 	if blocks == 0 || !hasAVX2() {
 		return false
 	}
-	src, y = src[:34*blocks], y[:32*blocks]
+	_, y = src[:34*blocks], y[:32*blocks]
+	var sp *float32
 	if steps != nil {
-		steps = steps[:32*blocks]
+		sp = &steps[:32*blocks][0]
 	}
-	var ds [64]float32 // the blocks' scales, a batch at a time
-	for i := 0; i < blocks; i += len(ds) {
-		n := min(len(ds), blocks-i)
-		for k := range n {
-			ds[k] = f16At(src[34*(i+k):])
-		}
-		var sp *float32
-		if steps != nil {
-			sp = &steps[32*i]
-		}
-		q8BlocksAVX2(&y[32*i], sp, &src[34*i], &ds[0], n)
-	}
+	q8BlocksAVX2(&y[0], sp, &src[0], f16Table(), blocks)
 	return true
 }
 
-// q4kAVX2 writes a Q4_K block's 256 values from its 128 code bytes and
-// each sub-block's d·sc and dmin·m: (d·sc)·q − dmin·m, each rounded; and,
-// unless steps is nil, each sub-block's step sv[j] into its 32 steps.
+// q4kBlocksAVX2 writes the values of n Q4_K blocks, from src, into y and,
+// unless steps is nil, their steps (stepsQ4K's) into steps; each block's d
+// and dmin are their halves' entries in f16.
 //
 //go:noescape
-func q4kAVX2(y, steps *float32, qs *byte, dm *[16]float32, sv *[8]float32)
+func q4kBlocksAVX2(y, steps *float32, src *byte, f16 *[1 << 16]float32, n int)
 
-// q4kScaled decodes a Q4_K block's values into y and, unless steps is nil,
-// their steps (stepsQ4K's, from the block b); false when it cannot (the
-// caller's loops then do).
-func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool {
-	if !hasAVX2() {
+// q4kBlocks decodes the Q4_K blocks of src into y and, unless steps is
+// nil, their steps; false when it cannot (the caller's loops then do).
+func q4kBlocks(src []byte, y, steps []float32) bool {
+	blocks := len(src) / 144
+	if blocks == 0 || !hasAVX2() {
 		return false
 	}
-	qs, y = qs[:128], y[:256]
-	var sv [8]float32
+	_, y = src[:144*blocks], y[:256*blocks]
 	var sp *float32
 	if steps != nil {
-		sp = &steps[:256][0]
-		d := f16At(b)
-		for j := range 8 {
-			sc, _ := scaleMinK4(j, b[4:16])
-			sv[j] = step(d*float32(sc), 15)
-		}
+		sp = &steps[:256*blocks][0]
 	}
-	q4kAVX2(&y[0], sp, &qs[0], dm, &sv)
+	q4kBlocksAVX2(&y[0], sp, &src[0], f16Table(), blocks)
 	return true
 }
 

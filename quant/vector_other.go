@@ -12,7 +12,7 @@ func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint6
 	return 0
 }
 
-func q4kScaled(qs []byte, y, steps []float32, dm *[16]float32, b []byte) bool { return false }
+func q4kBlocks(src []byte, y, steps []float32) bool { return false }
 
 func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool { return false }
 

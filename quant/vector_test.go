@@ -208,8 +208,34 @@ func TestGroupIndexOrder(t *testing.T) {
 			b = binary.LittleEndian.AppendUint32(b, g)
 		}
 		got, err := groupIndex(tensorfile.I32, b, uint64(len(tc.gidx)), tc.group, 5, false)
-		if err != nil || got != tc.want {
-			t.Errorf("%v by %d: %v, %v; want %v", tc.gidx, tc.group, got, err, tc.want)
+		if err != nil || got != tc.want || inColumnOrder(b, tc.group) != tc.want {
+			t.Errorf("%v by %d: %v, %v, %v; want %v", tc.gidx, tc.group, got, inColumnOrder(b, tc.group), err, tc.want)
+		}
+	}
+}
+
+// TestInColumnOrder checks the two-at-a-time column order test against
+// c/group, on every column count and group size up to 40 and with every
+// single entry off by one.
+func TestInColumnOrder(t *testing.T) {
+	for cols := range 41 {
+		for group := 1; group <= 41; group++ {
+			b := make([]byte, 4*cols)
+			for c := range cols {
+				binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group))
+			}
+			if !inColumnOrder(b, uint64(group)) {
+				t.Fatalf("%d columns by %d: not in column order", cols, group)
+			}
+			for c := range cols {
+				for _, delta := range []uint32{1, 1 << 31} {
+					binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group)+delta)
+					if inColumnOrder(b, uint64(group)) {
+						t.Fatalf("%d columns by %d, entry %d off by %#x: in column order", cols, group, c, delta)
+					}
+					binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group))
+				}
+			}
 		}
 	}
 }
