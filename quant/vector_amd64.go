@@ -2,7 +2,11 @@
 
 package quant
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
 
 // The AVX2 loops of vector_amd64.s, for the decoders that dominate a value
 // comparison of a quantized export: they write the bits the Go loops
@@ -132,4 +136,29 @@ func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
 // caller's loops must do it.
 func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool {
 	return hasAVX2() && fill16F16AVX2(l, z, s, steps)
+}
+
+// widenBF16AVX2 and widenF32AVX2 write n (a multiple of 8) BF16 or F32
+// values of src as float64 into dst.
+//
+//go:noescape
+func widenBF16AVX2(dst *float64, src *byte, n int)
+
+//go:noescape
+func widenF32AVX2(dst *float64, src *byte, n int)
+
+// widen is the vector part of DecodeFloat64 of n BF16 or F32 values (src
+// and dst hold them): how many it did (the rest is the caller's).
+func widen(d tensorfile.DType, src []byte, dst []float64, n int) int {
+	v := n &^ 7
+	if v == 0 || !hasAVX2() {
+		return 0
+	}
+	dst = dst[:v]
+	if d == tensorfile.BF16 {
+		widenBF16AVX2(&dst[0], &src[:2*v][0], v)
+	} else {
+		widenF32AVX2(&dst[0], &src[:4*v][0], v)
+	}
+	return v
 }

@@ -2,6 +2,8 @@
 
 package quant
 
+import "github.com/ckptcheck/ckptcheck/tensorfile"
+
 // Without the vector loops the Go loops do all the work.
 
 func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int { return 0 }
@@ -13,6 +15,8 @@ func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint6
 }
 
 func q4kBlocks(src []byte, y, steps []float32) bool { return false }
+
+func widen(d tensorfile.DType, src []byte, dst []float64, n int) int { return 0 }
 
 func fill16F16(l *affineLUTs, z int32, s float32, steps bool) bool { return false }
 

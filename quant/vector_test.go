@@ -262,3 +262,46 @@ func TestFill16F16(t *testing.T) {
 		}
 	}
 }
+
+// TestWiden checks DecodeFloat64 of BF16 and F32 with the vector loops
+// against the Go loops, bit for bit: every BF16 pattern, and F32 patterns
+// around every BF16 one (signalling NaNs among them), at every length
+// around a vector's.
+func TestWiden(t *testing.T) {
+	for _, d := range []tensorfile.DType{tensorfile.BF16, tensorfile.F32} {
+		size := d.Bits() / 8
+		src := make([]byte, 0, size<<16)
+		for h := range 1 << 16 {
+			if d == tensorfile.BF16 {
+				src = binary.LittleEndian.AppendUint16(src, uint16(h))
+			} else {
+				src = binary.LittleEndian.AppendUint32(src, uint32(h)<<16|uint32(h*7919)&0xFFFF)
+			}
+		}
+		decode := func(vector bool, src []byte) []float64 {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			dst := make([]float64, len(src)/size)
+			if n := DecodeFloat64(d, src, dst); n != len(dst) {
+				t.Fatalf("%s: %d values of %d", d, n, len(dst))
+			}
+			return dst
+		}
+		for _, n := range []int{1 << 16, 0, 1, 7, 8, 9, 15, 16, 17, 33} {
+			for _, at := range []int{0, 1, 3} {
+				if at+n > 1<<16 {
+					continue
+				}
+				part := src[size*at : size*(at+n)]
+				got, want := decode(true, part), decode(false, part)
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("%s, %d values from %d, at %d: %#x, want %#x", d, n, at, i, math.Float64bits(got[i]), math.Float64bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}
