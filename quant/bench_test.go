@@ -1,6 +1,7 @@
 package quant_test
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 
@@ -47,6 +48,11 @@ func BenchmarkDecode(b *testing.B) {
 			parts[i] = make([]byte, s)
 			for j := range parts[i] {
 				parts[i][j] = byte(rng.UintN(256)) & 0x77 // finite scales, in-range indices below
+			}
+			if p := c.Parts()[i]; p.Role == quant.Scale && p.DType == tensorfile.F16 {
+				for j := 0; j+2 <= len(parts[i]); j += 2 { // normal scales of 2^-10 to 2^-6, as exports have
+					binary.LittleEndian.PutUint16(parts[i][j:], uint16(0x1400+rng.UintN(0x1000)))
+				}
 			}
 			if c.Parts()[i].Role == quant.Index {
 				for j := range parts[i] {
@@ -158,6 +164,11 @@ func benchRanges(b *testing.B, c quant.Codec, d quant.Dims, step uint64, rng *ra
 		parts[i] = make([]byte, s)
 		for j := range parts[i] {
 			parts[i][j] = byte(rng.UintN(256)) & 0x77
+		}
+		if p := c.Parts()[i]; p.Role == quant.Scale && p.DType == tensorfile.F16 {
+			for j := 0; j+2 <= len(parts[i]); j += 2 { // normal scales of 2^-10 to 2^-6, as exports have
+				binary.LittleEndian.PutUint16(parts[i][j:], uint16(0x1400+rng.UintN(0x1000)))
+			}
 		}
 		if c.Parts()[i].Role == quant.Index {
 			clear(parts[i])

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -70,27 +71,20 @@ func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOn
 
 // inColumnOrder reports whether the g_idx b (I32, whole) is c/group for
 // every column c: the layout of desc_act=false exports, checked on every
-// range a codec decodes, so two entries a compare.
+// range a codec decodes. A group's run holds one value when it equals
+// itself shifted by an entry, which bytes.Equal checks at memory speed.
 func inColumnOrder(b []byte, group uint64) bool {
 	if group == 0 {
 		return false
 	}
-	var g uint64
-	for len(b) >= 8 {
-		run := min(group, uint64(len(b))/4) // entries left in the group
-		pair := g | g<<32
-		k := uint64(0)
-		for ; k+2 <= run; k += 2 {
-			if binary.LittleEndian.Uint64(b[4*k:]) != pair {
-				return false
-			}
-		}
-		if k < run && uint64(binary.LittleEndian.Uint32(b[4*k:])) != g {
+	for g := uint64(0); len(b) > 0; g++ {
+		run := b[:4*min(group, uint64(len(b))/4)]
+		if uint64(binary.LittleEndian.Uint32(run)) != g || !bytes.Equal(run[4:], run[:len(run)-4]) {
 			return false
 		}
-		b, g = b[4*run:], g+1
+		b = b[len(run):]
 	}
-	return len(b) == 0 || uint64(binary.LittleEndian.Uint32(b)) == g
+	return true
 }
 
 // unpack4 writes the eight 4-bit codes of w, low first, through lut.

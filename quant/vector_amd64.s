@@ -479,6 +479,121 @@ wfloop:
 wfdone:
 	RET
 
+DATA q4shifts<>+0(SB)/8, $0x1C1814100C080400
+GLOBL q4shifts<>(SB), RODATA|NOPTR, $8
+DATA q4codes<>+0(SB)/8, $0x0706050403020100
+DATA q4codes<>+8(SB)/8, $0x0F0E0D0C0B0A0908
+GLOBL q4codes<>(SB), RODATA|NOPTR, $16
+DATA f16consts<>+0(SB)/4, $0x7FFFFFFF
+DATA f16consts<>+4(SB)/4, $0x387FFFFF
+DATA f16consts<>+8(SB)/4, $0x477FEFFF
+DATA f16consts<>+12(SB)/4, $1
+DATA f16consts<>+16(SB)/4, $0xFFF
+DATA f16consts<>+20(SB)/4, $0xFFFFE000
+DATA f16consts<>+24(SB)/4, $0x3A800000
+DATA f16consts<>+28(SB)/4, $0xF
+GLOBL f16consts<>(SB), RODATA|NOPTR, $32
+
+// func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs) (done uintptr)
+// n 4-bit groups of words words each, stride bytes apart from qw, group i
+// with zero zs[i] and F16 scale ss[i]: each group's tables filled as
+// fill16F16AVX2 fills them (into luts), then its words unpacked as
+// unpack4StridedAVX2 does. It stops at a group whose products do not all
+// round to a normal F16 or zero, and returns how many it did.
+TEXT ·unpack4GroupsAVX2(SB), NOSPLIT, $0-80
+	MOVQ vals+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ qw+16(FP), SI
+	MOVQ stride+24(FP), BX
+	MOVQ words+32(FP), R9
+	MOVQ zs+40(FP), R10
+	MOVQ ss+48(FP), R11
+	MOVQ n+56(FP), R13
+	MOVQ luts+64(FP), DX
+	XORQ R14, R14
+g4group:
+	CMPQ R14, R13
+	JEQ g4out
+	VPBROADCASTD (R10)(R14*4), Y7
+	VBROADCASTSS (R11)(R14*4), Y15
+	VPBROADCASTD f16consts<>+0(SB), Y14
+	VPBROADCASTD f16consts<>+4(SB), Y13
+	VPBROADCASTD f16consts<>+8(SB), Y12
+	VPBROADCASTD f16consts<>+12(SB), Y11
+	VPBROADCASTD f16consts<>+16(SB), Y10
+	VPBROADCASTD f16consts<>+20(SB), Y8
+	VPCMPEQD Y9, Y9, Y9
+	VPMOVZXBD q4codes<>+0(SB), Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	F16LANES
+	VMOVUPS Y2, 0(DX)
+	VMOVUPS Y2, Y6
+	VPMOVZXBD q4codes<>+8(SB), Y1
+	VPSUBD Y7, Y1, Y1
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y6, Y7
+	F16LANES
+	VMOVUPS Y2, 32(DX)
+	VMOVMSKPS Y9, AX
+	CMPL AX, $0xFF
+	JNE g4out
+	VPMOVZXBD q4shifts<>(SB), Y12
+	VPBROADCASTD f16consts<>+28(SB), Y13
+	VMOVUPS 0(DX), Y8
+	VMOVUPS 32(DX), Y9
+	MOVQ R9, CX
+	TESTQ R8, R8
+	JZ g4vals
+	// steps: |s| + 2⁻¹⁰·|v|
+	VANDPS Y14, Y15, Y15
+	VPBROADCASTD f16consts<>+24(SB), Y0
+	VANDPS Y14, Y7, Y3
+	VMULPS Y0, Y3, Y3
+	VADDPS Y3, Y15, Y10
+	VANDPS Y14, Y2, Y3
+	VMULPS Y0, Y3, Y3
+	VADDPS Y3, Y15, Y11
+g4both:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	VPERMPS Y10, Y1, Y3
+	VPERMPS Y11, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (R8)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ g4both
+	INCQ R14
+	JMP g4group
+g4vals:
+	VPBROADCASTD (SI), Y1
+	VPSRLVD Y12, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPSLLD $28, Y1, Y2
+	VPERMPS Y8, Y1, Y3
+	VPERMPS Y9, Y1, Y4
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ BX, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ g4vals
+	INCQ R14
+	JMP g4group
+g4out:
+	MOVQ R14, done+72(FP)
+	VZEROUPPER
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -14,6 +14,10 @@ func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint6
 	return 0
 }
 
+func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words uint64, zs []int32, ss []float32, luts *affineLUTs) uint64 {
+	return 0
+}
+
 func q4kBlocks(src []byte, y, steps []float32) bool { return false }
 
 func widen(d tensorfile.DType, src []byte, dst []float64, n int) int { return 0 }
