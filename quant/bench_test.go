@@ -132,9 +132,9 @@ func BenchmarkDecodeRange(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range codecs {
-		ranges := benchRanges(b, c, d, step, rng)
-		vals, steps := make([]float32, piece), make([]float32, piece)
 		b.Run(c.String(), func(b *testing.B) {
+			ranges := benchRanges(b, c, d, step, rng)
+			vals, steps := make([]float32, piece), make([]float32, piece)
 			b.ReportAllocs()
 			for b.Loop() {
 				for i, p := range ranges {
