@@ -186,3 +186,24 @@ func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words ui
 	}
 	return uint64(unpack4GroupsAVX2(&v[0], sp, &qw[0], uintptr(stride), uintptr(words), &zs[0], &ss[0], uintptr(n), luts))
 }
+
+//go:noescape
+func e4m3BlocksAVX2(dst, steps *float32, codes, scales *byte, blocks, width int, nan uint32) (done int)
+
+// e4m3Blocks decodes runs of width E4M3 codes (a multiple of 8), run i
+// scaled by the F32 scale i of scales, into dst and, unless steps is nil,
+// steps, as e4m3Scaled does each: how many runs it did, stopping before a
+// NaN scale.
+func e4m3Blocks(dst, steps []float32, codes, scales []byte, width int) int {
+	blocks := len(scales) / 4
+	if blocks == 0 || width == 0 || width%8 != 0 || len(codes) < blocks*width || !hasAVX2() {
+		return 0
+	}
+	n := blocks * width
+	dst = dst[:n]
+	var sp *float32
+	if steps != nil {
+		sp = &steps[:n][0]
+	}
+	return e4m3BlocksAVX2(&dst[0], sp, &codes[0], &scales[0], blocks, width, 0x7FC00000)
+}
