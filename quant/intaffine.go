@@ -161,6 +161,17 @@ func (l *affineLUTs) unpack(vals, steps []float32, i uint64, w uint32, bits, pac
 	}
 }
 
+// one writes code q's value and step through the tables into vals and
+// steps at i, each unless nil.
+func (l *affineLUTs) one(vals, steps []float32, i uint64, q uint32) {
+	if vals != nil {
+		vals[i] = l.vals[q]
+	}
+	if steps != nil {
+		steps[i] = l.steps[q]
+	}
+}
+
 // checkOutputs is checkParts for a decode into values, steps or both (nil
 // for one not wanted).
 func checkOutputs(c Codec, spans []Span, parts [][]byte, vals, steps []float32, n uint64) error {
