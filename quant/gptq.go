@@ -1,7 +1,6 @@
 package quant
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -221,22 +220,22 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 	return nil
 }
 
-// wholeGroups4 decodes, for 4-bit codes and F16 scales, groups gi on of
+// wholeGroups4 decodes, for 4-bit codes (and F16 or BF16 scales), groups gi on of
 // row o while they are whole (first and last say that group gi is, left
 // counts the whole groups from gi) through the vector loops, vals and
 // steps from at: how many it did (none when it cannot, the caller's loops
 // then do group gi).
 func (c *GPTQ) wholeGroups4(luts *affineLUTs, gi, o, nr uint64, first, last bool, left, words uint64, vals, steps []float32, at uint64,
 	qw, scales []byte, zeroAt func(gi, o uint64) int32) uint64 {
-	if c.bits != 4 || c.parts[1].DType != tensorfile.F16 || vals == nil || !first || !last || left == 0 {
+	sd := c.parts[1].DType
+	if c.bits != 4 || vals == nil || !first || !last || left == 0 {
 		return 0
 	}
 	var zs [32]int32
 	var ss [32]float32
-	f16 := f16Table()
 	m := min(left, uint64(len(zs)))
 	for i := range m {
-		zs[i], ss[i] = zeroAt(gi+i, o), f16[binary.LittleEndian.Uint16(scales[2*((gi+i)*nr+o):])]
+		zs[i], ss[i] = zeroAt(gi+i, o), floatAt(sd, scales, (gi+i)*nr+o)
 	}
-	return unpack4Groups(vals, steps, at, qw[4*(gi*words*nr+o):], 4*nr, words, zs[:m], ss[:m], luts)
+	return unpack4Groups(vals, steps, at, qw[4*(gi*words*nr+o):], 4*nr, words, zs[:m], ss[:m], sd, luts)
 }

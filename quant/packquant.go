@@ -214,6 +214,10 @@ func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, h
 			continue
 		}
 		for gi := c0 / g.group; gi*g.group < c1; gi++ {
+			if n := c.wholeGroups4(&luts, r, gi, g, c0, c1, vals, steps, at, row, parts[1][srow*floatSize(sd):], zeroAt); n > 0 {
+				gi += n - 1
+				continue
+			}
 			luts.fill(1<<c.bits, zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, vals != nil, steps != nil)
 			col, end := max(gi*g.group, c0), min((gi+1)*g.group, c1)
 			for ; col < end && col%c.pack != 0; col++ { // a group that does not start on a word
@@ -235,4 +239,25 @@ func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, h
 		}
 	}
 	return nil
+}
+
+// wholeGroups4 decodes, for 4-bit codes, the groups of row r from gi on
+// that lie whole in columns [c0, c1) and start on a word through the
+// vector loops (row is the row's words, scales its scales), vals and steps
+// from at: how many it did (none when it cannot, the caller's loops then
+// do group gi).
+func (c *PackQuantized) wholeGroups4(luts *affineLUTs, r, gi uint64, g packGeometry, c0, c1 uint64, vals, steps []float32, at uint64,
+	row, scales []byte, zeroAt func(r, gi uint64) int32) uint64 {
+	if c.bits != 4 || vals == nil || g.group%c.pack != 0 || gi*g.group < c0 || (gi+1)*g.group > c1 {
+		return 0
+	}
+	var zs [32]int32
+	var ss [32]float32
+	sd := c.parts[1].DType
+	m := min((c1-gi*g.group)/g.group, uint64(len(zs)))
+	for i := range m {
+		zs[i], ss[i] = zeroAt(r, gi+i), floatAt(sd, scales, gi+i)
+	}
+	words := g.group / c.pack
+	return unpack4Groups(vals, steps, at+gi*g.group, row[4*gi*words:], 4, words, zs[:m], ss[:m], sd, luts)
 }

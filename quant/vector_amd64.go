@@ -164,16 +164,16 @@ func widen(d tensorfile.DType, src []byte, dst []float64, n int) int {
 }
 
 //go:noescape
-func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs) (done uintptr)
+func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs, bf16 bool) (done uintptr)
 
 // unpack4Groups decodes len(zs) whole 4-bit groups of words words each,
-// stride bytes apart from qw, with F16 scales ss, into vals and, unless
-// nil, steps from at (the tables filled and the words unpacked as fill
-// and unpack4Strided do): how many groups it did, stopping before one
-// whose tables the caller's loops must fill.
-func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words uint64, zs []int32, ss []float32, luts *affineLUTs) uint64 {
+// stride bytes apart from qw, with scales ss of dtype sd (F16 or BF16),
+// into vals and, unless nil, steps from at (the tables filled and the
+// words unpacked as fill and unpack4Strided do): how many groups it did,
+// stopping before one whose tables the caller's loops must fill.
+func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words uint64, zs []int32, ss []float32, sd tensorfile.DType, luts *affineLUTs) uint64 {
 	n := uint64(len(zs))
-	if n == 0 || words == 0 || vals == nil || !hasAVX2() {
+	if n == 0 || words == 0 || vals == nil || (sd != tensorfile.F16 && sd != tensorfile.BF16) || !hasAVX2() {
 		return 0
 	}
 	ss = ss[:n]
@@ -184,7 +184,7 @@ func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words ui
 	if steps != nil {
 		sp = &steps[at : at+out][0]
 	}
-	return uint64(unpack4GroupsAVX2(&v[0], sp, &qw[0], uintptr(stride), uintptr(words), &zs[0], &ss[0], uintptr(n), luts))
+	return uint64(unpack4GroupsAVX2(&v[0], sp, &qw[0], uintptr(stride), uintptr(words), &zs[0], &ss[0], uintptr(n), luts, sd == tensorfile.BF16))
 }
 
 //go:noescape

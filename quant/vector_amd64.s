@@ -574,13 +574,38 @@ DATA f16consts<>+24(SB)/4, $0x3A800000
 DATA f16consts<>+28(SB)/4, $0xF
 GLOBL f16consts<>(SB), RODATA|NOPTR, $32
 
-// func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs) (done uintptr)
+DATA bf16consts<>+0(SB)/4, $0x7F800000
+DATA bf16consts<>+4(SB)/4, $0x7FC00000
+DATA bf16consts<>+8(SB)/4, $0x7FFF
+DATA bf16consts<>+12(SB)/4, $0xFFFF0000
+DATA bf16consts<>+16(SB)/4, $0x3C000000
+GLOBL bf16consts<>(SB), RODATA|NOPTR, $20
+
+// BF16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
+// BF16 by their bits into Y2, as roundBF16 does: a NaN product (0·∞)
+// becomes the canonical NaN. Uses Y3 and Y4.
+#define BF16LANES \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	VANDPS Y14, Y2, Y3 \
+	VPCMPGTD Y13, Y3, Y3 \
+	VPSRLD $16, Y2, Y4 \
+	VPAND Y11, Y4, Y4 \
+	VPADDD Y10, Y4, Y4 \
+	VPADDD Y4, Y2, Y2 \
+	VPAND Y8, Y2, Y2 \
+	VBLENDVPS Y3, Y12, Y2, Y2
+
+// func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs, bf16 bool) (done uintptr)
 // n 4-bit groups of words words each, stride bytes apart from qw, group i
-// with zero zs[i] and F16 scale ss[i]: each group's tables filled as
-// fill16F16AVX2 fills them (into luts), then its words unpacked as
-// unpack4StridedAVX2 does. It stops at a group whose products do not all
-// round to a normal F16 or zero, and returns how many it did.
-TEXT ·unpack4GroupsAVX2(SB), NOSPLIT, $0-80
+// with zero zs[i] and scale ss[i] of F16 (or BF16, when bf16): each
+// group's tables filled as fill16F16AVX2 fills them, or as zeroScaleLUT
+// does with BF16 (into luts), then its words unpacked as
+// unpack4StridedAVX2 does, each step computed from its value as the table
+// would hold it (|s| + 2u·|v|, u the dtype's unit roundoff). It stops at
+// a group it cannot fill so (F16: a product that does not round to a
+// normal F16 or zero; BF16: a NaN scale) and returns how many it did.
+TEXT ·unpack4GroupsAVX2(SB), NOSPLIT, $0-88
 	MOVQ vals+0(FP), DI
 	MOVQ steps+8(FP), R8
 	MOVQ qw+16(FP), SI
@@ -597,9 +622,11 @@ g4group:
 	VPBROADCASTD (R10)(R14*4), Y7
 	VBROADCASTSS (R11)(R14*4), Y15
 	VPBROADCASTD f16consts<>+0(SB), Y14
+	VPBROADCASTD f16consts<>+12(SB), Y11
+	CMPB bf16+72(FP), $0
+	JNE g4bf16
 	VPBROADCASTD f16consts<>+4(SB), Y13
 	VPBROADCASTD f16consts<>+8(SB), Y12
-	VPBROADCASTD f16consts<>+12(SB), Y11
 	VPBROADCASTD f16consts<>+16(SB), Y10
 	VPBROADCASTD f16consts<>+20(SB), Y8
 	VPCMPEQD Y9, Y9, Y9
@@ -618,6 +645,25 @@ g4group:
 	VMOVMSKPS Y9, AX
 	CMPL AX, $0xFF
 	JNE g4out
+	VPBROADCASTD f16consts<>+24(SB), Y0
+	JMP g4unpack
+g4bf16:
+	VUCOMISS X15, X15
+	JPS g4out
+	VPBROADCASTD bf16consts<>+0(SB), Y13
+	VPBROADCASTD bf16consts<>+4(SB), Y12
+	VPBROADCASTD bf16consts<>+8(SB), Y10
+	VPBROADCASTD bf16consts<>+12(SB), Y8
+	VPMOVZXBD q4codes<>+0(SB), Y1
+	VPSUBD Y7, Y1, Y1
+	BF16LANES
+	VMOVUPS Y2, 0(DX)
+	VPMOVZXBD q4codes<>+8(SB), Y1
+	VPSUBD Y7, Y1, Y1
+	BF16LANES
+	VMOVUPS Y2, 32(DX)
+	VPBROADCASTD bf16consts<>+16(SB), Y0
+g4unpack:
 	VPMOVZXBD q4shifts<>(SB), Y12
 	VPBROADCASTD f16consts<>+28(SB), Y13
 	VMOVUPS 0(DX), Y8
@@ -625,10 +671,9 @@ g4group:
 	MOVQ R9, CX
 	TESTQ R8, R8
 	JZ g4vals
-	// steps: |s| + 2⁻¹⁰·|v|, computed from each value as fill16F16AVX2
-	// computes its table (fewer shuffles than a second lookup)
+	// steps: |s| + 2u·|v|, computed from each value as the tables hold
+	// it (fewer shuffles than a second lookup)
 	VANDPS Y14, Y15, Y15
-	VPBROADCASTD f16consts<>+24(SB), Y0
 g4both:
 	VPBROADCASTD (SI), Y1
 	VPSRLVD Y12, Y1, Y1
@@ -665,7 +710,7 @@ g4vals:
 	INCQ R14
 	JMP g4group
 g4out:
-	MOVQ R14, done+72(FP)
+	MOVQ R14, done+80(FP)
 	VZEROUPPER
 	RET
 

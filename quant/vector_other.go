@@ -16,7 +16,7 @@ func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint6
 	return 0
 }
 
-func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words uint64, zs []int32, ss []float32, luts *affineLUTs) uint64 {
+func unpack4Groups(vals, steps []float32, at uint64, qw []byte, stride, words uint64, zs []int32, ss []float32, sd tensorfile.DType, luts *affineLUTs) uint64 {
 	return 0
 }
 

@@ -509,3 +509,32 @@ func TestPackQuantizedRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestGPTQRanges checks GPTQ's ranges (checkRanges) for every width,
+// group, scale dtype and g_idx, normal and odd scales.
+func TestGPTQRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, bits := range []uint64{2, 4, 8} {
+		for _, group := range []uint64{0, 32, 64} {
+			for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16} {
+				for _, gidx := range []bool{false, true} {
+					c, err := NewGPTQ(GPTQConfig{Bits: bits, GroupSize: group, Scale: sd, ZeroOffset: 1, GIdx: gidx})
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := Dims{Rows: 16, Cols: 256}
+					g, _ := c.geometry(d)
+					for _, wild := range []bool{false, true} {
+						parts := randomParts(t, c, d, rng, wild, g.group)
+						if gidx && !wild { // column order
+							for col := range d.Cols {
+								binary.LittleEndian.PutUint32(parts[3][4*col:], uint32(col/g.group))
+							}
+						}
+						checkRanges(t, c, d, parts)
+					}
+				}
+			}
+		}
+	}
+}
