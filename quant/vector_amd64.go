@@ -3,6 +3,7 @@
 package quant
 
 import (
+	"math"
 	"sync"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -206,4 +207,43 @@ func e4m3Blocks(dst, steps []float32, codes, scales []byte, width int) int {
 		sp = &steps[:n][0]
 	}
 	return e4m3BlocksAVX2(&dst[0], sp, &codes[0], &scales[0], blocks, width, 0x7FC00000)
+}
+
+//go:noescape
+func awqRows8AVX2(vals, steps *float32, first, rowBytes uintptr, qw *byte, idx *[8]int32, next, octets, rows uintptr, luts *[8]affineLUTs)
+
+// awqRows8 decodes the group columns of the rows an AWQ word holds that
+// in says (columns stride bytes apart from qw) through each row's tables
+// into vals and, unless nil, steps, row j's first at at + j·cols (modulo
+// 2^64: rows before the range are not in it): how many columns it did,
+// eight at a time (the rest is the caller's).
+func awqRows8(vals, steps []float32, at, cols uint64, qw []byte, stride, group uint64, luts *[8]affineLUTs, in *[8]bool) uint64 {
+	octets := group / 8
+	if vals == nil || octets == 0 || stride/4 > math.MaxInt32/8 || !hasAVX2() {
+		return 0
+	}
+	n := 8 * octets
+	_ = qw[(n-1)*stride+3] // the last word
+	var rows uintptr
+	first, last := uint64(8), uint64(0)
+	for j, ok := range in {
+		if ok {
+			rows |= 1 << j
+			first, last = min(first, uint64(j)), uint64(j)
+		}
+	}
+	if rows == 0 {
+		return 0
+	}
+	v := vals[at+first*cols : at+last*cols+n] // from the first row's values to the last's
+	var sp *float32
+	if steps != nil {
+		sp = &steps[at+first*cols : at+last*cols+n][0]
+	}
+	var idx [8]int32
+	for i := range idx {
+		idx[i] = int32(uint64(i) * stride / 4)
+	}
+	awqRows8AVX2(&v[0], sp, uintptr(first), uintptr(4*cols), &qw[0], &idx, uintptr(8*stride), uintptr(octets), rows, luts)
+	return n
 }

@@ -714,6 +714,109 @@ g4out:
 	VZEROUPPER
 	RET
 
+// AWQROW writes row j's eight values of the columns in Y0's words, its
+// code at bit sh, through its value table at off(DX), to (R10): seven
+// instructions, which AWQVALS and AWQBOTH jump over for a row not wanted.
+#define AWQROW(sh, off) \
+	VPSRLD $sh, Y0, Y1 \
+	VPAND Y13, Y1, Y1 \
+	VPSLLD $28, Y1, Y2 \
+	VPERMPS off(DX), Y1, Y3 \
+	VPERMPS off+32(DX), Y1, Y4 \
+	VBLENDVPS Y2, Y4, Y3, Y3 \
+	VMOVUPS Y3, (R10)
+
+// AWQVALS is AWQROW for row j when bit j of R12 is set; R10 moves on a
+// row (BX bytes) either way.
+#define AWQVALS(j, sh, off) \
+	BTL $j, R12 \
+	JCC 8(PC) \
+	AWQROW(sh, off) \
+	ADDQ BX, R10
+
+// AWQBOTH is AWQVALS that also writes the row's steps, through its step
+// table, to (R11) (four instructions more), and moves R11 on a row.
+#define AWQBOTH(j, sh, off) \
+	BTL $j, R12 \
+	JCC 12(PC) \
+	AWQROW(sh, off) \
+	VPERMPS off+1024(DX), Y1, Y3 \
+	VPERMPS off+1056(DX), Y1, Y4 \
+	VBLENDVPS Y2, Y4, Y3, Y3 \
+	VMOVUPS Y3, (R11) \
+	ADDQ BX, R10 \
+	ADDQ BX, R11
+
+// func awqRows8AVX2(vals, steps *float32, first, rowBytes uintptr, qw *byte, idx *[8]int32, next, octets, rows uintptr, luts *[8]affineLUTs)
+// octets times eight columns of AWQ words, eight rows a word: the eight
+// words gathered (idx their offsets from qw, in words; the next eight
+// next bytes on), and each row j's codes, at nibble [0, 4, 1, 5, 2, 6, 3,
+// 7][j], through row j's tables, into its row of vals (rowBytes apart)
+// and, unless steps is nil, of steps: the rows whose bit is set in rows.
+// vals and steps point at row first, the first of them; the row pointers
+// start first rows before (never written there) and move on row by row.
+TEXT ·awqRows8AVX2(SB), NOSPLIT, $0-80
+	MOVQ vals+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ first+16(FP), R13
+	MOVQ rowBytes+24(FP), BX
+	IMULQ BX, R13
+	SUBQ R13, DI
+	MOVQ qw+32(FP), SI
+	MOVQ next+48(FP), R9
+	MOVQ octets+56(FP), CX
+	MOVQ rows+64(FP), R12
+	MOVQ luts+72(FP), DX
+	BCAST($0xF, Y13)
+	MOVQ idx+40(FP), R10
+	VMOVDQU (R10), Y15
+	TESTQ CX, CX
+	JZ awqdone
+	TESTQ R8, R8
+	JZ awqvals
+	SUBQ R13, R8
+awqboth:
+	VPCMPEQD Y14, Y14, Y14
+	VPXOR Y0, Y0, Y0
+	VPGATHERDD Y14, (SI)(Y15*4), Y0
+	MOVQ DI, R10
+	MOVQ R8, R11
+	AWQBOTH(0, 0, 0)
+	AWQBOTH(1, 16, 2048)
+	AWQBOTH(2, 4, 4096)
+	AWQBOTH(3, 20, 6144)
+	AWQBOTH(4, 8, 8192)
+	AWQBOTH(5, 24, 10240)
+	AWQBOTH(6, 12, 12288)
+	AWQBOTH(7, 28, 14336)
+	ADDQ R9, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ awqboth
+	VZEROUPPER
+	RET
+awqvals:
+	VPCMPEQD Y14, Y14, Y14
+	VPXOR Y0, Y0, Y0
+	VPGATHERDD Y14, (SI)(Y15*4), Y0
+	MOVQ DI, R10
+	AWQVALS(0, 0, 0)
+	AWQVALS(1, 16, 2048)
+	AWQVALS(2, 4, 4096)
+	AWQVALS(3, 20, 6144)
+	AWQVALS(4, 8, 8192)
+	AWQVALS(5, 24, 10240)
+	AWQVALS(6, 12, 12288)
+	AWQVALS(7, 28, 14336)
+	ADDQ R9, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ awqvals
+	VZEROUPPER
+awqdone:
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -10,6 +10,10 @@ func e4m3Scaled(dst, steps []float32, codes []byte, s float32) int { return 0 }
 
 func e4m3Blocks(dst, steps []float32, codes, scales []byte, width int) int { return 0 }
 
+func awqRows8(vals, steps []float32, at, cols uint64, qw []byte, stride, group uint64, luts *[8]affineLUTs, in *[8]bool) uint64 {
+	return 0
+}
+
 func q8Scaled(b []byte, y, steps []float32) bool { return false }
 
 func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint64, luts *affineLUTs) uint64 {

@@ -538,3 +538,22 @@ func TestGPTQRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestAWQRanges checks AWQ's ranges (checkRanges) for groups of whole
+// and partial octets of columns, every scale dtype, normal and odd scales.
+func TestAWQRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, group := range []uint64{8, 12, 32, 128} {
+		for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+			c, err := NewAWQ(group, sd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []Dims{{Rows: 24, Cols: 2 * group}, {Rows: 16, Cols: 256 / group * group}} {
+				for _, wild := range []bool{false, true} {
+					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+				}
+			}
+		}
+	}
+}
