@@ -113,17 +113,6 @@ func unpackWord(out []float32, w uint32, bits, pack uint64, lut *[256]float32) {
 // uniform, its spacing the group's scale; the product's store in a 16-bit
 // dtype rounds once more, and the step is widened by twice that.
 
-// affineLUT fills lut as zeroScaleLUT does or, when steps, with each
-// code's step.
-func affineLUT(lut []float32, z int32, s float32, d tensorfile.DType, steps bool) {
-	zeroScaleLUT(lut, z, s, d)
-	if steps {
-		for q, v := range lut {
-			lut[q] = affineStep(s, v, d)
-		}
-	}
-}
-
 // affineLUTs are a group's tables: each code's value and its step.
 type affineLUTs struct{ vals, steps [256]float32 }
 
