@@ -247,3 +247,17 @@ func awqRows8(vals, steps []float32, at, cols uint64, qw []byte, stride, group u
 	awqRows8AVX2(&v[0], sp, uintptr(first), uintptr(4*cols), &qw[0], &idx, uintptr(8*stride), uintptr(octets), rows, luts)
 	return n
 }
+
+//go:noescape
+func mlxFill16AVX2(l *affineLUTs, s, b float32, bf16, steps bool) (ok bool)
+
+// mlxFill16 fills an MLX 4-bit group's tables for scale s and bias b of
+// dtype t (F16 or BF16) and, when steps, its steps table; false when the
+// caller's loops must (other dtypes, a NaN scale or bias, F16 roundings
+// that are not the bits' way).
+func mlxFill16(l *affineLUTs, s, b float32, t tensorfile.DType, steps bool) bool {
+	if s != s || b != b || (t != tensorfile.F16 && t != tensorfile.BF16) || !hasAVX2() {
+		return false
+	}
+	return mlxFill16AVX2(l, s, b, t == tensorfile.BF16, steps)
+}

@@ -436,12 +436,10 @@ q4knext:
 q4kdone:
 	RET
 
-// F16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
-// F16 by their bits into Y2, and ANDs into Y9 the lanes whose product
-// is zero or rounds to a normal F16. Uses Y3 to Y6.
-#define F16LANES \
-	VCVTDQ2PS Y1, Y2 \
-	VMULPS Y15, Y2, Y2 \
+// F16ROUND rounds Y2 to F16 by its bits, in place, and ANDs into Y9 the
+// lanes that are zero or round to a normal F16 (those the bits' way gets
+// right). Uses Y3 to Y6; Y0 is zero.
+#define F16ROUND \
 	VANDPS Y14, Y2, Y3 \
 	VPCMPEQD Y0, Y3, Y4 \
 	VPCMPGTD Y13, Y3, Y5 \
@@ -454,6 +452,14 @@ q4kdone:
 	VPADDD Y10, Y3, Y3 \
 	VPADDD Y3, Y2, Y2 \
 	VPAND Y8, Y2, Y2
+
+// F16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
+// F16 by their bits into Y2, and ANDs into Y9 the lanes whose product
+// is zero or rounds to a normal F16. Uses Y3 to Y6.
+#define F16LANES \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	F16ROUND
 
 // func fill16F16AVX2(l *affineLUTs, z int32, s float32, steps bool) bool
 TEXT ·fill16F16AVX2(SB), NOSPLIT, $0-25
@@ -581,12 +587,9 @@ DATA bf16consts<>+12(SB)/4, $0xFFFF0000
 DATA bf16consts<>+16(SB)/4, $0x3C000000
 GLOBL bf16consts<>(SB), RODATA|NOPTR, $20
 
-// BF16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
-// BF16 by their bits into Y2, as roundBF16 does: a NaN product (0·∞)
-// becomes the canonical NaN. Uses Y3 and Y4.
-#define BF16LANES \
-	VCVTDQ2PS Y1, Y2 \
-	VMULPS Y15, Y2, Y2 \
+// BF16ROUND rounds Y2 to BF16 by its bits, in place, as roundBF16 does: a
+// NaN becomes the canonical NaN. Uses Y3 and Y4.
+#define BF16ROUND \
 	VANDPS Y14, Y2, Y3 \
 	VPCMPGTD Y13, Y3, Y3 \
 	VPSRLD $16, Y2, Y4 \
@@ -595,6 +598,14 @@ GLOBL bf16consts<>(SB), RODATA|NOPTR, $20
 	VPADDD Y4, Y2, Y2 \
 	VPAND Y8, Y2, Y2 \
 	VBLENDVPS Y3, Y12, Y2, Y2
+
+// BF16LANES rounds the products q·s of Y1 (codes as int32, z taken off) to
+// BF16 by their bits into Y2 (a NaN product, 0·∞, becomes the canonical
+// NaN). Uses Y3 and Y4.
+#define BF16LANES \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	BF16ROUND
 
 // func unpack4GroupsAVX2(vals, steps *float32, qw *byte, stride, words uintptr, zs *int32, ss *float32, n uintptr, luts *affineLUTs, bf16 bool) (done uintptr)
 // n 4-bit groups of words words each, stride bytes apart from qw, group i
@@ -815,6 +826,92 @@ awqvals:
 	JNZ awqvals
 	VZEROUPPER
 awqdone:
+	RET
+
+// MLXHALF16 and MLXHALFB16 fill eight entries (codes from q4codes+c,
+// tables at off(DI)) of an MLX group's tables: P = round(q·s), kept in
+// the step table for the steps, and the value round(P + b), each rounding
+// to F16 (checked into Y9) or to BF16.
+#define MLXHALF16(c, off) \
+	VPMOVZXBD q4codes<>+c(SB), Y1 \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	F16ROUND \
+	VMOVUPS Y2, 1024+off(DI) \
+	VADDPS Y7, Y2, Y2 \
+	F16ROUND \
+	VMOVUPS Y2, off(DI)
+
+#define MLXHALFB16(c, off) \
+	VPMOVZXBD q4codes<>+c(SB), Y1 \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS Y15, Y2, Y2 \
+	BF16ROUND \
+	VMOVUPS Y2, 1024+off(DI) \
+	VADDPS Y7, Y2, Y2 \
+	BF16ROUND \
+	VMOVUPS Y2, off(DI)
+
+// MLXSTEPS turns the eight P at 1024+off(DI) into steps (|s| + 2u·|P|) +
+// 2u·|v|, v the values at off(DI); Y15 is |s|, Y1 2u.
+#define MLXSTEPS(off) \
+	VMOVUPS 1024+off(DI), Y2 \
+	VANDPS Y14, Y2, Y2 \
+	VMULPS Y1, Y2, Y2 \
+	VADDPS Y2, Y15, Y2 \
+	VMOVUPS off(DI), Y3 \
+	VANDPS Y14, Y3, Y3 \
+	VMULPS Y1, Y3, Y3 \
+	VADDPS Y3, Y2, Y2 \
+	VMOVUPS Y2, 1024+off(DI)
+
+// func mlxFill16AVX2(l *affineLUTs, s, b float32, bf16, steps bool) (ok bool)
+// An MLX 4-bit group's tables for scale s and bias b (neither a NaN):
+// round(round(q·s) + b) in F16 or, when bf16, BF16, and, when steps, each
+// code's step; false, the tables then not to be used, when an F16
+// rounding is not the bits' way.
+TEXT ·mlxFill16AVX2(SB), NOSPLIT, $0-25
+	MOVQ l+0(FP), DI
+	VBROADCASTSS s+8(FP), Y15
+	VBROADCASTSS b+12(FP), Y7
+	VPBROADCASTD f16consts<>+0(SB), Y14
+	VPBROADCASTD f16consts<>+12(SB), Y11
+	VPCMPEQD Y9, Y9, Y9
+	CMPB bf16+16(FP), $0
+	JNE mlxbf16
+	VPBROADCASTD f16consts<>+4(SB), Y13
+	VPBROADCASTD f16consts<>+8(SB), Y12
+	VPBROADCASTD f16consts<>+16(SB), Y10
+	VPBROADCASTD f16consts<>+20(SB), Y8
+	VPXOR Y0, Y0, Y0
+	MLXHALF16(0, 0)
+	MLXHALF16(8, 32)
+	VMOVMSKPS Y9, AX
+	CMPL AX, $0xFF
+	JNE mlxfail
+	VPBROADCASTD f16consts<>+24(SB), Y1
+	JMP mlxsteps
+mlxbf16:
+	VPBROADCASTD bf16consts<>+0(SB), Y13
+	VPBROADCASTD bf16consts<>+4(SB), Y12
+	VPBROADCASTD bf16consts<>+8(SB), Y10
+	VPBROADCASTD bf16consts<>+12(SB), Y8
+	MLXHALFB16(0, 0)
+	MLXHALFB16(8, 32)
+	VPBROADCASTD bf16consts<>+16(SB), Y1
+mlxsteps:
+	CMPB steps+17(FP), $0
+	JEQ mlxok
+	VANDPS Y14, Y15, Y15
+	MLXSTEPS(0)
+	MLXSTEPS(32)
+mlxok:
+	MOVB $1, ok+24(FP)
+	VZEROUPPER
+	RET
+mlxfail:
+	MOVB $0, ok+24(FP)
+	VZEROUPPER
 	RET
 
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)

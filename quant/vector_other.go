@@ -14,6 +14,8 @@ func awqRows8(vals, steps []float32, at, cols uint64, qw []byte, stride, group u
 	return 0
 }
 
+func mlxFill16(l *affineLUTs, s, b float32, t tensorfile.DType, steps bool) bool { return false }
+
 func q8Scaled(b []byte, y, steps []float32) bool { return false }
 
 func unpack4Strided(vals, steps []float32, at uint64, qw []byte, stride, n uint64, luts *affineLUTs) uint64 {

@@ -557,3 +557,56 @@ func TestAWQRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestMLXRanges checks MLX affine's ranges (checkRanges) for every width,
+// dtype and group, normal and odd scales and biases.
+func TestMLXRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, bits := range []uint64{2, 4, 8} {
+		for _, group := range []uint64{32, 64} {
+			for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+				c, err := NewMLXAffine(bits, group, sd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := Dims{Rows: 12, Cols: 4 * group}
+				for _, wild := range []bool{false, true} {
+					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+				}
+			}
+		}
+	}
+}
+
+// TestMLXFill16 checks the vector fill of an MLX 4-bit group's tables
+// against the Go loops, bit for bit, on every F16 scale with biases around
+// it, and BF16 scales of every exponent.
+func TestMLXFill16(t *testing.T) {
+	c, err := NewMLXAffine(4, 64, tensorfile.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(s, b float32, sd tensorfile.DType) {
+		var got, want affineLUTs
+		c.fill(&got, s, b, sd, true)
+		func() {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			hasAVX2 = func() bool { return false }
+			c.fill(&want, s, b, sd, true)
+		}()
+		for q := range 16 {
+			if math.Float32bits(got.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(got.steps[q]) != math.Float32bits(want.steps[q]) {
+				t.Fatalf("%s scale %#x, bias %#x, code %d: %#x, step %#x; want %#x, %#x", sd, math.Float32bits(s), math.Float32bits(b), q,
+					math.Float32bits(got.vals[q]), math.Float32bits(got.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
+			}
+		}
+	}
+	for h := range 1 << 16 {
+		s := F16ToFloat32(uint16(h))
+		for _, b := range []float32{0, -s * 7, s * 3.5, F16ToFloat32(uint16(h ^ 0x8400)), float32(math.Inf(-1))} {
+			check(s, roundTo(tensorfile.F16, b), tensorfile.F16)
+		}
+		bs := math.Float32frombits(uint32(h) << 16)
+		check(bs, math.Float32frombits(uint32(h^0x8200)<<16), tensorfile.BF16)
+	}
+}
