@@ -82,49 +82,89 @@ func (c *AWQ) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *AWQ) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, false)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, nil)
 }
 
 // Steps writes the step of each value of rows [r0, r1): its group's scale
 // (see affineStep).
 func (c *AWQ) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, true)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, nil, dst)
 }
 
-// decode writes the values of rows [r0, r1) or, when steps, their steps.
-func (c *AWQ) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
+// DecodeSteps writes the values of rows [r0, r1) into dst and their steps
+// into steps, in one pass.
+func (c *AWQ) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, steps)
+}
+
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole groups), into dst[:hi-lo] and their steps into
+// steps[:hi-lo] unless steps is nil: what DecodeSteps writes there, a
+// piece at a time.
+func (c *AWQ) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, lo, hi, dst, steps)
+}
+
+// decodeRange writes values [lo, hi) of rows [r0, r1) into vals and their
+// steps into steps, each unless nil, from their first. A word holds eight
+// rows of a column: a group of the eight rows a word holds (each row's
+// tables filled) is decoded eight columns at a time, the rows the range
+// holds.
+func (c *AWQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, vals, steps []float32) error {
 	var buf [3]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+	if err := checkValueRange(c, (r1-r0)*d.Cols, lo, hi, c.group); err != nil {
+		return err
+	}
+	if err := checkOutputs(c, spans, parts, vals, steps, hi-lo); err != nil {
 		return err
 	}
 	groups := d.Cols / c.group
 	sd, nr := c.parts[1].DType, r1-r0
 	nw := nr / 8
 	qw, scales, zeros := parts[0], parts[1], parts[2]
-	var luts [8][16]float32
-	var rows [8][]float32
-	for w := range nw {
-		for j := range uint64(8) {
-			r := w*8 + j
-			rows[j] = dst[r*d.Cols : (r+1)*d.Cols]
-		}
-		for g := range groups {
+	var luts [8]affineLUTs
+	if lo == hi {
+		return nil
+	}
+	// Group by group, and in it word by word: the words of a column's
+	// rows are contiguous, so a group's columns stay in the cache while
+	// its rows are done.
+	w0, w1 := lo/d.Cols/8, min((hi-1)/d.Cols/8+1, nw)
+	for g := range groups {
+		for w := w0; w < w1; w++ {
+			// the rows of the word whose group g lies in the range (whole:
+			// the range's ends are whole groups)
+			var in [8]bool
+			any := false
+			for j := range uint64(8) {
+				first := (8*w+j)*d.Cols + g*c.group
+				in[j] = first >= lo && first < hi
+				any = any || in[j]
+			}
+			if !any {
+				continue
+			}
 			zw := word(zeros, g*nw+w)
 			for j := range uint64(8) {
-				z := int32(zw >> (4 * awqNibble[j]) & 0xF)
-				affineLUT(luts[j][:], z, floatAt(sd, scales, g*nr+w*8+j), sd, steps)
+				if in[j] {
+					luts[j].fill(16, int32(zw>>(4*awqNibble[j])&0xF), floatAt(sd, scales, g*nr+w*8+j), sd, vals != nil, steps != nil)
+				}
 			}
-			for col := g * c.group; col < (g+1)*c.group; col++ {
+			at := 8*w*d.Cols + g*c.group - lo // where the group's first value of the word's first row goes
+			col := g * c.group
+			col += awqRows8(vals, steps, at, d.Cols, qw[4*(col*nw+w):], 4*nw, c.group, &luts, &in)
+			for ; col < (g+1)*c.group; col++ {
 				v := word(qw, col*nw+w)
-				// Row j's code is at nibble awqNibble[j] = [0, 4, 1, 5, 2, 6, 3, 7][j].
-				rows[0][col], rows[1][col] = luts[0][v&0xF], luts[1][v>>16&0xF]
-				rows[2][col], rows[3][col] = luts[2][v>>4&0xF], luts[3][v>>20&0xF]
-				rows[4][col], rows[5][col] = luts[4][v>>8&0xF], luts[5][v>>24&0xF]
-				rows[6][col], rows[7][col] = luts[6][v>>12&0xF], luts[7][v>>28]
+				for j := range uint64(8) {
+					if in[j] {
+						// Row j's code is at nibble awqNibble[j] = [0, 4, 1, 5, 2, 6, 3, 7][j].
+						luts[j].one(vals, steps, at+j*d.Cols+col-g*c.group, v>>(4*awqNibble[j])&0xF)
+					}
+				}
 			}
 		}
 	}

@@ -147,12 +147,13 @@ func Gather(full [][]byte, spans []Span, dst [][]byte) ([][]byte, error) {
 	return dst, nil
 }
 
-// need returns n·size, or an error naming what when it does not fit in
-// have bytes (an overflowing product never fits).
-func need(what string, n, size uint64, have int) error {
+// need returns nil when n·size fits in have bytes, or an error naming c's
+// what (an overflowing product never fits). The name is put together only
+// on error: decoders call need on every range.
+func need(c fmt.Stringer, what string, n, size uint64, have int) error {
 	hi, lo := bits.Mul64(n, size)
 	if hi != 0 || lo > uint64(have) {
-		return fmt.Errorf("%s: %d values of %d bytes do not fit in %d bytes", what, n, size, have)
+		return fmt.Errorf("%s %s: %d values of %d bytes do not fit in %d bytes", c, what, n, size, have)
 	}
 	return nil
 }

@@ -117,6 +117,18 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 		c0, c1 := max(lo, base)-base, min(hi-base, d.Cols)
 		srow := (r/c.rows - b0) * sc
 		for j := c0 / c.cols; j*c.cols < c1; j++ {
+			if whole := (c1 - j*c.cols) / c.cols; dst != nil && j*c.cols >= c0 && whole > 0 {
+				// the row's whole blocks from j, in one vector call
+				at := base + j*c.cols - lo
+				var st []float32
+				if steps != nil {
+					st = steps[at:]
+				}
+				if n := uint64(e4m3Blocks(dst[at:], st, data[base+j*c.cols:], scales[4*(srow+j):4*(srow+j+whole)], int(c.cols))); n > 0 {
+					j += n - 1
+					continue
+				}
+			}
 			s := floatAt(tensorfile.F32, scales, srow+j)
 			from, to := max(j*c.cols, c0), min((j+1)*c.cols, c1)
 			codes := data[base+from : base+to]

@@ -50,13 +50,13 @@ func (c ScaledFP8) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) 
 		return fmt.Errorf("%s: %d parts, want 2", c, len(parts))
 	}
 	n := (r1 - r0) * d.Cols // no overflow: check bounded it by Rows·Cols
-	if err := need(c.String()+" data", n, 1, len(parts[0])); err != nil {
+	if err := need(c, "data", n, 1, len(parts[0])); err != nil {
 		return err
 	}
-	if err := need(c.String()+" scale", 1, 4, len(parts[1])); err != nil {
+	if err := need(c, "scale", 1, 4, len(parts[1])); err != nil {
 		return err
 	}
-	if err := need(c.String()+" output", n, 1, len(dst)); err != nil {
+	if err := need(c, "output", n, 1, len(dst)); err != nil {
 		return err
 	}
 	scale := math.Float32frombits(binary.LittleEndian.Uint32(parts[1]))

@@ -145,12 +145,12 @@ func (c *ggmlCodec) blockRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 	if err := checkValueRange(c, n, lo, hi, c.block.Elements); err != nil {
 		return nil, 0, err
 	}
-	if err := need(c.name+" data", r1-r0, row, len(parts[0])); err != nil {
+	if err := need(c, "data", r1-r0, row, len(parts[0])); err != nil {
 		return nil, 0, err
 	}
 	en, bn := c.block.Elements, c.block.Bytes
 	blocks := (hi - lo) / en
-	if err := need(c.name+" output", blocks, en, len(dst)); err != nil {
+	if err := need(c, "output", blocks, en, len(dst)); err != nil {
 		return nil, 0, err
 	}
 	return parts[0][lo/en*bn:], blocks, nil

@@ -12,15 +12,15 @@ func decodeQ4K(b []byte, y []float32) { decodeStepsQ4K(b, y, nil) }
 // decodeStepsQ4K is decodeQ4K that also writes the values' steps (see
 // stepsQ4K) unless steps is nil.
 func decodeStepsQ4K(b []byte, y, steps []float32) {
+	if q4kBlocks(b[:144], y, steps) {
+		return
+	}
 	d, dmin := f16At(b), f16At(b[2:])
 	scales, qs := b[4:16], b[16:144]
 	var dm [16]float32 // each sub-block's d·sc and dmin·m
 	for j := range 8 {
 		sc, m := scaleMinK4(j, scales)
 		dm[2*j], dm[2*j+1] = d*float32(sc), dmin*float32(m)
-	}
-	if q4kScaled(qs, y, steps, &dm, b) {
-		return
 	}
 	for j := 0; j < 8; j += 2 {
 		d1, min1, d2, min2 := dm[2*j], dm[2*j+1], dm[2*j+2], dm[2*j+3]

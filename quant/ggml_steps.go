@@ -50,7 +50,7 @@ func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 // r0's first (whole blocks), into dst[:hi-lo] and their steps into
 // steps[:hi-lo] unless steps is nil.
 func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
-	if steps != nil && (c.e == tensorfile.Q8_0 || c.e == tensorfile.Q4_K) {
+	if c.e == tensorfile.Q8_0 || c.e == tensorfile.Q4_K {
 		return c.decodeSteps(d, r0, r1, parts, lo, hi, dst, steps)
 	}
 	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
@@ -59,28 +59,47 @@ func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi 
 	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
 }
 
-// decodeSteps is DecodeRange of Q8_0 or Q4_K values and steps in one
-// pass.
+// Decode decodes rows [r0, r1); Q8_0 and Q4_K a range at a time (see
+// decodeSteps).
+func (c *ggmlStepped) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
+	return c.DecodeRange(d, r0, r1, parts, 0, ^uint64(0), dst, nil)
+}
+
+// decodeSteps is DecodeRange of Q8_0 or Q4_K values and, unless steps is
+// nil, their steps, in one pass over all the range's blocks (the vector
+// loops' when the CPU has them).
 func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
 	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
 	if err != nil {
 		return err
 	}
 	bn, en := c.block.Bytes, c.block.Elements
-	if err := need(c.name+" steps", blocks, en, len(steps)); err != nil {
-		return err
+	if steps != nil {
+		if err := need(c, "steps", blocks, en, len(steps)); err != nil {
+			return err
+		}
 	}
-	if c.e == tensorfile.Q8_0 && q8Scaled(src[:blocks*bn], dst, steps) {
+	if blocks == 0 {
+		return nil
+	}
+	src = src[:blocks*bn]
+	if c.e == tensorfile.Q8_0 && q8Scaled(src, dst, steps) || c.e == tensorfile.Q4_K && q4kBlocks(src, dst, steps) {
 		return nil
 	}
 	for i := range blocks {
-		b, y, st := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en], steps[i*en:(i+1)*en]
+		b, y := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en]
+		var st []float32
+		if steps != nil {
+			st = steps[i*en : (i+1)*en]
+		}
 		switch {
 		case c.e == tensorfile.Q4_K:
 			decodeStepsQ4K(b, y, st)
 		default:
 			decodeQ8_0(b, y)
-			stepsQ8_0(b, st)
+			if st != nil {
+				stepsQ8_0(b, st)
+			}
 		}
 	}
 	return nil

@@ -185,6 +185,11 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 		c0, c1 := max(lo, row)-row, min(hi-row, d.Cols)
 		if columnOrder && g.group%c.pack == 0 {
 			for gi := c0 / g.group; gi*g.group < c1; gi++ {
+				if n := c.wholeGroups4(&luts, gi, o, nr, max(c0, gi*g.group) == gi*g.group, min((gi+1)*g.group, c1) == (gi+1)*g.group,
+					(c1-gi*g.group)/g.group, g.group/c.pack, vals, steps, row+gi*g.group-lo, qw, scales, zeroAt); n > 0 {
+					gi += n - 1
+					continue
+				}
 				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
 				k0, k1 := max(gi*g.group, c0)/c.pack, min((gi+1)*g.group, c1)/c.pack
 				if c.bits == 4 && k1 > k0 {
@@ -213,4 +218,24 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 		}
 	}
 	return nil
+}
+
+// wholeGroups4 decodes, for 4-bit codes (and F16 or BF16 scales), groups gi on of
+// row o while they are whole (first and last say that group gi is, left
+// counts the whole groups from gi) through the vector loops, vals and
+// steps from at: how many it did (none when it cannot, the caller's loops
+// then do group gi).
+func (c *GPTQ) wholeGroups4(luts *affineLUTs, gi, o, nr uint64, first, last bool, left, words uint64, vals, steps []float32, at uint64,
+	qw, scales []byte, zeroAt func(gi, o uint64) int32) uint64 {
+	sd := c.parts[1].DType
+	if c.bits != 4 || vals == nil || !first || !last || left == 0 {
+		return 0
+	}
+	var zs [32]int32
+	var ss [32]float32
+	m := min(left, uint64(len(zs)))
+	for i := range m {
+		zs[i], ss[i] = zeroAt(gi+i, o), floatAt(sd, scales, (gi+i)*nr+o)
+	}
+	return unpack4Groups(vals, steps, at, qw[4*(gi*words*nr+o):], 4*nr, words, zs[:m], ss[:m], sd, luts)
 }

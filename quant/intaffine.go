@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,8 +46,11 @@ var ErrIndex = errors.New("group index out of range")
 // decode word by word. minusOne says that any −1 means column order
 // (compressed-tensors' "g_idx is None or -1 in g_idx").
 func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOne bool) (columnOrder bool, err error) {
-	columnOrder = true
 	b = b[:4*cols]
+	if inColumnOrder(b, group) {
+		return true, nil // every entry c/group < groups: nothing to reject, no −1 to find
+	}
+	columnOrder = true
 	var want, left uint64 = 0, group // c/group, counted: no division a column
 	for c := range cols {
 		g := int32(binary.LittleEndian.Uint32(b[4*c:]))
@@ -63,6 +67,24 @@ func groupIndex(what fmt.Stringer, b []byte, cols, group, groups uint64, minusOn
 		columnOrder = columnOrder && uint64(g) == want
 	}
 	return columnOrder, nil
+}
+
+// inColumnOrder reports whether the g_idx b (I32, whole) is c/group for
+// every column c: the layout of desc_act=false exports, checked on every
+// range a codec decodes. A group's run holds one value when it equals
+// itself shifted by an entry, which bytes.Equal checks at memory speed.
+func inColumnOrder(b []byte, group uint64) bool {
+	if group == 0 {
+		return false
+	}
+	for g := uint64(0); len(b) > 0; g++ {
+		run := b[:4*min(group, uint64(len(b))/4)]
+		if uint64(binary.LittleEndian.Uint32(run)) != g || !bytes.Equal(run[4:], run[:len(run)-4]) {
+			return false
+		}
+		b = b[len(run):]
+	}
+	return true
 }
 
 // unpack4 writes the eight 4-bit codes of w, low first, through lut.
@@ -90,17 +112,6 @@ func unpackWord(out []float32, w uint32, bits, pack uint64, lut *[256]float32) {
 // Steps of the integer codecs (values.Stepper): the grid (q − z)·s is
 // uniform, its spacing the group's scale; the product's store in a 16-bit
 // dtype rounds once more, and the step is widened by twice that.
-
-// affineLUT fills lut as zeroScaleLUT does or, when steps, with each
-// code's step.
-func affineLUT(lut []float32, z int32, s float32, d tensorfile.DType, steps bool) {
-	zeroScaleLUT(lut, z, s, d)
-	if steps {
-		for q, v := range lut {
-			lut[q] = affineStep(s, v, d)
-		}
-	}
-}
 
 // affineLUTs are a group's tables: each code's value and its step.
 type affineLUTs struct{ vals, steps [256]float32 }
@@ -136,6 +147,17 @@ func (l *affineLUTs) unpack(vals, steps []float32, i uint64, w uint32, bits, pac
 	}
 	if steps != nil {
 		unpack4(steps[i:], w, &l.steps)
+	}
+}
+
+// one writes code q's value and step through the tables into vals and
+// steps at i, each unless nil.
+func (l *affineLUTs) one(vals, steps []float32, i uint64, q uint32) {
+	if vals != nil {
+		vals[i] = l.vals[q]
+	}
+	if steps != nil {
+		steps[i] = l.steps[q]
 	}
 }
 

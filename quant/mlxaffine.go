@@ -77,41 +77,72 @@ func (c *MLXAffine) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 }
 
 func (c *MLXAffine) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, false)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, nil)
 }
 
 // Steps writes the step of each value of rows [r0, r1): its group's scale,
 // widened by twice the roundings to T of the product and the sum.
 func (c *MLXAffine) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, true)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, nil, dst)
 }
 
-// decode writes the values of rows [r0, r1) or, when steps, their steps.
-func (c *MLXAffine) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
+// DecodeSteps writes the values of rows [r0, r1) into dst and their steps
+// into steps, in one pass.
+func (c *MLXAffine) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, steps)
+}
+
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first (whole groups), into dst[:hi-lo] and their steps into
+// steps[:hi-lo] unless steps is nil: what DecodeSteps writes there, a
+// piece at a time.
+func (c *MLXAffine) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, lo, hi, dst, steps)
+}
+
+// decodeRange writes values [lo, hi) of rows [r0, r1) into vals and their
+// steps into steps, each unless nil, from their first: group by group
+// (the groups of the rows are row-major, as their values), each group's
+// tables filled once for both.
+func (c *MLXAffine) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, vals, steps []float32) error {
 	var buf [3]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	n := (r1 - r0) * d.Cols
-	if err := checkParts(c, spans, parts, dst, n); err != nil {
+	if err := checkValueRange(c, (r1-r0)*d.Cols, lo, hi, c.group); err != nil {
+		return err
+	}
+	if err := checkOutputs(c, spans, parts, vals, steps, hi-lo); err != nil {
 		return err
 	}
 	t, wpg := c.parts[1].DType, c.group/c.pack
-	var lut [256]float32
-	for k := range n / c.group { // group k of the range, row-major
-		s, b := floatAt(t, parts[1], k), floatAt(t, parts[2], k)
-		for q := range lut[:1<<c.bits] {
-			p := float32(float32(q) * s) // rounded before the add: no fused multiply-add
-			lut[q] = roundTo(t, roundTo(t, p)+b)
-			if steps {
-				lut[q] = affineStep(s, roundTo(t, p), t) + 2*unitRoundoff(t)*absf(lut[q])
-			}
+	var luts affineLUTs
+	for k := lo / c.group; k*c.group < hi; k++ { // group k of the range, row-major
+		c.fill(&luts, floatAt(t, parts[1], k), floatAt(t, parts[2], k), t, steps != nil)
+		at, i := k*c.group-lo, uint64(0)
+		if c.bits == 4 {
+			i = unpack4Strided(vals, steps, at, parts[0][4*k*wpg:], 4, wpg, &luts)
 		}
-		out := dst[k*c.group : (k+1)*c.group]
-		for i := range wpg {
-			unpackWord(out[i*c.pack:], word(parts[0], k*wpg+i), c.bits, c.pack, &lut)
+		for ; i < wpg; i++ {
+			luts.unpack(vals, steps, at+i*c.pack, word(parts[0], k*wpg+i), c.bits, c.pack)
 		}
 	}
 	return nil
+}
+
+// fill fills a group's tables for scale s and bias b of dtype t: each
+// code's value and, when steps, its step.
+func (c *MLXAffine) fill(l *affineLUTs, s, b float32, t tensorfile.DType, steps bool) {
+	if c.bits == 4 && mlxFill16(l, s, b, t, steps) {
+		return
+	}
+	for q := range 1 << c.bits {
+		p := roundTo(t, float32(float32(q)*s)) // rounded before the add: no fused multiply-add
+		v := roundTo(t, p+b)
+		l.vals[q] = v
+		if steps {
+			l.steps[q] = affineStep(s, p, t) + 2*unitRoundoff(t)*absf(v)
+		}
+	}
 }

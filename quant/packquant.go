@@ -139,23 +139,40 @@ func (c *PackQuantized) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error)
 }
 
 func (c *PackQuantized) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, false)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, nil)
 }
 
 // Steps writes the step of each value of rows [r0, r1): its group's scale
 // (see affineStep).
 func (c *PackQuantized) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
-	return c.decode(d, r0, r1, parts, dst, true)
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, nil, dst)
 }
 
-// decode writes the values of rows [r0, r1) or, when steps, their steps.
-func (c *PackQuantized) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32, steps bool) error {
+// DecodeSteps writes the values of rows [r0, r1) into dst and their steps
+// into steps, in one pass.
+func (c *PackQuantized) DecodeSteps(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, 0, (r1-r0)*d.Cols, dst, steps)
+}
+
+// DecodeRange writes values [lo, hi) of rows [r0, r1), counted from row
+// r0's first, into dst[:hi-lo] and their steps into steps[:hi-lo] unless
+// steps is nil: what DecodeSteps writes there, a piece at a time.
+func (c *PackQuantized) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
+	return c.decodeRange(d, r0, r1, parts, lo, hi, dst, steps)
+}
+
+// decodeRange writes values [lo, hi) of rows [r0, r1) into vals and their
+// steps into steps, each unless nil, from their first.
+func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, vals, steps []float32) error {
 	var buf [4]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
 		return err
 	}
-	if err := checkParts(c, spans, parts, dst, (r1-r0)*d.Cols); err != nil {
+	if err := checkValueRange(c, (r1-r0)*d.Cols, lo, hi, 1); err != nil {
+		return err
+	}
+	if err := checkOutputs(c, spans, parts, vals, steps, hi-lo); err != nil {
 		return err
 	}
 	g, _ := c.geometry(d)
@@ -175,29 +192,72 @@ func (c *PackQuantized) decode(d Dims, r0, r1 uint64, parts [][]byte, dst []floa
 		}
 		return int32(word(parts[2], (r/c.pack-r0/c.pack)*g.groups+gi) >> ((r % c.pack) * c.bits) & mask)
 	}
-	var lut [256]float32
-	for r := r0; r < r1; r++ {
-		out := dst[(r-r0)*d.Cols : (r-r0+1)*d.Cols]
+	var luts affineLUTs
+	for r := r0 + lo/d.Cols; r < r1 && (r-r0)*d.Cols < hi; r++ {
+		base := (r - r0) * d.Cols
+		c0, c1 := max(lo, base)-base, min(hi-base, d.Cols)
 		row := parts[0][(r-r0)*g.words*4 : (r-r0+1)*g.words*4]
 		srow := (r - r0) * g.groups
-		if columnOrder {
-			for gi := range g.groups {
-				affineLUT(lut[:1<<c.bits], zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, steps)
-				col, end := gi*g.group, min((gi+1)*g.group, d.Cols)
-				for ; col%c.pack == 0 && col+c.pack <= end; col += c.pack {
-					unpackWord(out[col:], word(row, col/c.pack), c.bits, c.pack, &lut)
+		at := base - lo // where column 0 of the row goes
+		if !columnOrder {
+			for col := c0; col < c1; col++ {
+				gi := uint64(word(gidx, col))
+				q := int32(word(row, col/c.pack) >> ((col % c.pack) * c.bits) & mask)
+				z, s := zeroAt(r, gi), floatAt(sd, parts[1], srow+gi)
+				if vals != nil {
+					vals[at+col] = affineValue(q, z, s, sd, false)
 				}
-				for ; col < end; col++ { // a group that does not start or end on a word
-					out[col] = lut[word(row, col/c.pack)>>((col%c.pack)*c.bits)&mask]
+				if steps != nil {
+					steps[at+col] = affineValue(q, z, s, sd, true)
 				}
 			}
 			continue
 		}
-		for col := range d.Cols {
-			gi := uint64(word(gidx, col))
-			q := int32(word(row, col/c.pack) >> ((col % c.pack) * c.bits) & mask)
-			out[col] = affineValue(q, zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, steps)
+		for gi := c0 / g.group; gi*g.group < c1; gi++ {
+			if n := c.wholeGroups4(&luts, r, gi, g, c0, c1, vals, steps, at, row, parts[1][srow*floatSize(sd):], zeroAt); n > 0 {
+				gi += n - 1
+				continue
+			}
+			luts.fill(1<<c.bits, zeroAt(r, gi), floatAt(sd, parts[1], srow+gi), sd, vals != nil, steps != nil)
+			col, end := max(gi*g.group, c0), min((gi+1)*g.group, c1)
+			for ; col < end && col%c.pack != 0; col++ { // a group that does not start on a word
+				luts.one(vals, steps, at+col, word(row, col/c.pack)>>((col%c.pack)*c.bits)&mask)
+			}
+			k0, k1 := col/c.pack, end/c.pack // the whole words from col
+			if k1 > k0 {
+				if c.bits == 4 {
+					k0 += unpack4Strided(vals, steps, at+k0*c.pack, row[4*k0:], 4, k1-k0, &luts)
+				}
+				for k := k0; k < k1; k++ {
+					luts.unpack(vals, steps, at+k*c.pack, word(row, k), c.bits, c.pack)
+				}
+				col = k1 * c.pack
+			}
+			for ; col < end; col++ { // nor end on one
+				luts.one(vals, steps, at+col, word(row, col/c.pack)>>((col%c.pack)*c.bits)&mask)
+			}
 		}
 	}
 	return nil
+}
+
+// wholeGroups4 decodes, for 4-bit codes, the groups of row r from gi on
+// that lie whole in columns [c0, c1) and start on a word through the
+// vector loops (row is the row's words, scales its scales), vals and steps
+// from at: how many it did (none when it cannot, the caller's loops then
+// do group gi).
+func (c *PackQuantized) wholeGroups4(luts *affineLUTs, r, gi uint64, g packGeometry, c0, c1 uint64, vals, steps []float32, at uint64,
+	row, scales []byte, zeroAt func(r, gi uint64) int32) uint64 {
+	if c.bits != 4 || vals == nil || g.group%c.pack != 0 || gi*g.group < c0 || (gi+1)*g.group > c1 {
+		return 0
+	}
+	var zs [32]int32
+	var ss [32]float32
+	sd := c.parts[1].DType
+	m := min((c1-gi*g.group)/g.group, uint64(len(zs)))
+	for i := range m {
+		zs[i], ss[i] = zeroAt(r, gi+i), floatAt(sd, scales, gi+i)
+	}
+	words := g.group / c.pack
+	return unpack4Groups(vals, steps, at+gi*g.group, row[4*gi*words:], 4, words, zs[:m], ss[:m], sd, luts)
 }

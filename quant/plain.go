@@ -22,9 +22,10 @@ func DecodeFloat64(d tensorfile.DType, src []byte, dst []float64) int {
 	n := min(len(src)/max(size, 1), len(dst)/d.Lanes())
 	switch d {
 	case tensorfile.BF16:
-		// The hot decode of fine-tune comparisons: four values a word.
+		// The hot decode of fine-tune comparisons: eight values an
+		// instruction where the CPU has them, else four a word.
 		src, dst := src[:2*n], dst[:n]
-		i := 0
+		i := widen(d, src, dst, n)
 		for ; i+4 <= n; i += 4 {
 			w := binary.LittleEndian.Uint64(src[2*i:])
 			d := dst[i : i+4 : i+4]
@@ -43,7 +44,7 @@ func DecodeFloat64(d tensorfile.DType, src []byte, dst []float64) int {
 		}
 	case tensorfile.F32:
 		src, dst := src[:4*n], dst[:n]
-		for i := range dst {
+		for i := widen(d, src, dst, n); i < n; i++ {
 			dst[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:])))
 		}
 	case tensorfile.C64:

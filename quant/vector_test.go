@@ -2,9 +2,12 @@ package quant
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/x448/float16"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -208,8 +211,34 @@ func TestGroupIndexOrder(t *testing.T) {
 			b = binary.LittleEndian.AppendUint32(b, g)
 		}
 		got, err := groupIndex(tensorfile.I32, b, uint64(len(tc.gidx)), tc.group, 5, false)
-		if err != nil || got != tc.want {
-			t.Errorf("%v by %d: %v, %v; want %v", tc.gidx, tc.group, got, err, tc.want)
+		if err != nil || got != tc.want || inColumnOrder(b, tc.group) != tc.want {
+			t.Errorf("%v by %d: %v, %v, %v; want %v", tc.gidx, tc.group, got, inColumnOrder(b, tc.group), err, tc.want)
+		}
+	}
+}
+
+// TestInColumnOrder checks the two-at-a-time column order test against
+// c/group, on every column count and group size up to 40 and with every
+// single entry off by one.
+func TestInColumnOrder(t *testing.T) {
+	for cols := range 41 {
+		for group := 1; group <= 41; group++ {
+			b := make([]byte, 4*cols)
+			for c := range cols {
+				binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group))
+			}
+			if !inColumnOrder(b, uint64(group)) {
+				t.Fatalf("%d columns by %d: not in column order", cols, group)
+			}
+			for c := range cols {
+				for _, delta := range []uint32{1, 1 << 31} {
+					binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group)+delta)
+					if inColumnOrder(b, uint64(group)) {
+						t.Fatalf("%d columns by %d, entry %d off by %#x: in column order", cols, group, c, delta)
+					}
+					binary.LittleEndian.PutUint32(b[4*c:], uint32(c/group))
+				}
+			}
 		}
 	}
 }
@@ -234,5 +263,350 @@ func TestFill16F16(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWiden checks DecodeFloat64 of BF16 and F32 with the vector loops
+// against the Go loops, bit for bit: every BF16 pattern, and F32 patterns
+// around every BF16 one (signalling NaNs among them), at every length
+// around a vector's.
+func TestWiden(t *testing.T) {
+	for _, d := range []tensorfile.DType{tensorfile.BF16, tensorfile.F32} {
+		size := d.Bits() / 8
+		src := make([]byte, 0, size<<16)
+		for h := range 1 << 16 {
+			if d == tensorfile.BF16 {
+				src = binary.LittleEndian.AppendUint16(src, uint16(h))
+			} else {
+				src = binary.LittleEndian.AppendUint32(src, uint32(h)<<16|uint32(h*7919)&0xFFFF)
+			}
+		}
+		decode := func(vector bool, src []byte) []float64 {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			dst := make([]float64, len(src)/size)
+			if n := DecodeFloat64(d, src, dst); n != len(dst) {
+				t.Fatalf("%s: %d values of %d", d, n, len(dst))
+			}
+			return dst
+		}
+		for _, n := range []int{1 << 16, 0, 1, 7, 8, 9, 15, 16, 17, 33} {
+			for _, at := range []int{0, 1, 3} {
+				if at+n > 1<<16 {
+					continue
+				}
+				part := src[size*at : size*(at+n)]
+				got, want := decode(true, part), decode(false, part)
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("%s, %d values from %d, at %d: %#x, want %#x", d, n, at, i, math.Float64bits(got[i]), math.Float64bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestE4M3Blocks checks block FP8 decoding with the vector loops against
+// the Go loops, bit for bit, values and steps, in ranges and whole, with
+// blocks of a vector's width and more, a partial last block, and every
+// scale of vectorScales (NaN ones among them) in the rows' blocks.
+func TestE4M3Blocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, tc := range []struct{ rows, cols, bRows, bCols uint64 }{
+		{4, 80, 2, 16}, {4, 72, 2, 16}, {3, 256, 2, 128}, {5, 24, 5, 8}, {2, 36, 1, 12},
+	} {
+		c, err := NewBlockFP8(tc.bRows, tc.bCols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Dims{Rows: tc.rows, Cols: tc.cols}
+		sizes := make([]uint64, 2)
+		if err := c.Sizes(d, sizes); err != nil {
+			t.Fatal(err)
+		}
+		codes, scales := make([]byte, sizes[0]), make([]byte, 0, sizes[1])
+		for i := range codes {
+			codes[i] = byte(rng.Uint32())
+		}
+		for i := range sizes[1] / 4 {
+			s := vectorScales[rng.IntN(len(vectorScales))]
+			if i%3 != 0 {
+				s = vectorScales[0]
+			}
+			scales = binary.LittleEndian.AppendUint32(scales, math.Float32bits(s))
+		}
+		parts := [][]byte{codes, scales}
+		decode := func(vector bool, lo, hi uint64, withSteps bool) ([]float32, []float32) {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			vals := make([]float32, hi-lo)
+			var steps []float32
+			if withSteps {
+				steps = make([]float32, hi-lo)
+			}
+			if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, vals, steps); err != nil {
+				t.Fatal(err)
+			}
+			return vals, steps
+		}
+		n := d.Rows * d.Cols
+		for _, r := range [][2]uint64{{0, n}, {1, n - 3}, {tc.cols + tc.bCols, n}, {8, min(2*tc.cols+8, n)}} {
+			for _, withSteps := range []bool{true, false} {
+				gv, gs := decode(true, r[0], r[1], withSteps)
+				wv, ws := decode(false, r[0], r[1], withSteps)
+				for i := range gv {
+					if math.Float32bits(gv[i]) != math.Float32bits(wv[i]) || withSteps && math.Float32bits(gs[i]) != math.Float32bits(ws[i]) {
+						t.Fatalf("%+v, values %v, at %d: %#x; want %#x", tc, r, i, math.Float32bits(gv[i]), math.Float32bits(wv[i]))
+					}
+				}
+			}
+		}
+	}
+}
+
+// rangeCodec is a codec that decodes ranges of values with their steps.
+type rangeCodec interface {
+	Codec
+	Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error
+	DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error
+}
+
+// checkRanges checks c's DecodeRange, with the vector loops and without,
+// against the Go loops' Decode and Steps of the whole weight, bit for bit:
+// in pieces of several sizes (whole tiles, the last one shorter), with
+// and without steps, and Decode and Steps themselves with the vector
+// loops.
+func checkRanges(t *testing.T, c rangeCodec, d Dims, parts [][]byte) {
+	t.Helper()
+	n := d.Rows * d.Cols
+	var wantVals, wantSteps []float32
+	func() {
+		defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+		hasAVX2 = func() bool { return false }
+		wantVals, wantSteps = make([]float32, n), make([]float32, n)
+		if err := c.Decode(d, 0, d.Rows, parts, wantVals); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Steps(d, 0, d.Rows, parts, wantSteps); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s %v: %s at %d: %#x (%g), want %#x (%g)", c, d, what, i, math.Float32bits(got[i]), got[i], math.Float32bits(want[i]), want[i])
+			}
+		}
+	}
+	vals, steps := make([]float32, n), make([]float32, n)
+	if err := c.Decode(d, 0, d.Rows, parts, vals); err != nil {
+		t.Fatal(err)
+	}
+	same("Decode", vals, wantVals)
+	if err := c.Steps(d, 0, d.Rows, parts, steps); err != nil {
+		t.Fatal(err)
+	}
+	same("Steps", steps, wantSteps)
+	tc := max(c.Tile().Cols, 1)
+	for _, vector := range []bool{true, false} {
+		func() {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			if !vector {
+				hasAVX2 = func() bool { return false }
+			}
+			small := tc * max(1, 37/tc) // a few words, mid-word for tiles of a value
+			for _, piece := range []uint64{small, 8 * tc, d.Cols + tc, n} {
+				for lo := uint64(0); lo < n; lo += piece {
+					hi := min(lo+piece, n)
+					v, s := make([]float32, hi-lo), make([]float32, hi-lo)
+					if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, v, s); err != nil {
+						t.Fatal(err)
+					}
+					same(fmt.Sprintf("values [%d, %d), vector %v", lo, hi, vector), v, wantVals[lo:hi])
+					same(fmt.Sprintf("steps [%d, %d), vector %v", lo, hi, vector), s, wantSteps[lo:hi])
+					if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, v, nil); err != nil {
+						t.Fatal(err)
+					}
+					same(fmt.Sprintf("values alone [%d, %d), vector %v", lo, hi, vector), v, wantVals[lo:hi])
+				}
+			}
+		}()
+	}
+}
+
+// randomParts makes random parts of a weight of d in c's encoding, its
+// scales random values of their dtype (any bits when wild) and its g_idx,
+// if any, a permutation of the column order of groups of group.
+func randomParts(t *testing.T, c Codec, d Dims, rng *rand.Rand, wild bool, group uint64) [][]byte {
+	t.Helper()
+	sizes := make([]uint64, len(c.Parts()))
+	if err := c.Sizes(d, sizes); err != nil {
+		t.Fatal(err)
+	}
+	parts := make([][]byte, len(sizes))
+	for i, p := range c.Parts() {
+		parts[i] = make([]byte, sizes[i])
+		for k := range parts[i] {
+			parts[i][k] = byte(rng.Uint32())
+		}
+		switch {
+		case p.Role == Index:
+			cols := sizes[i] / 4
+			perm := rng.Perm(int(cols))
+			for col := range cols {
+				binary.LittleEndian.PutUint32(parts[i][4*col:], uint32(uint64(perm[col])/group))
+			}
+		case (p.Role == Scale || p.Role == ZeroPoint && p.DType != tensorfile.I32 && p.DType != tensorfile.U32) && !wild:
+			es := floatSize(p.DType)
+			for k := uint64(0); k+es <= sizes[i]; k += es {
+				v := float32(rng.NormFloat64() * 0.01)
+				switch p.DType {
+				case tensorfile.F16:
+					binary.LittleEndian.PutUint16(parts[i][k:], float16.Fromfloat32(v).Bits())
+				case tensorfile.BF16:
+					binary.LittleEndian.PutUint16(parts[i][k:], uint16(math.Float32bits(v)>>16))
+				case tensorfile.F32:
+					binary.LittleEndian.PutUint32(parts[i][k:], math.Float32bits(v))
+				}
+			}
+		}
+	}
+	return parts
+}
+
+// TestPackQuantizedRanges checks pack-quantized's ranges (checkRanges) for
+// every width, group, symmetry, g_idx and scale dtype.
+func TestPackQuantizedRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, bits := range []uint64{2, 4, 8} {
+		for _, group := range []uint64{0, 16, 24, 128} {
+			for _, asym := range []bool{false, true} {
+				for _, gidx := range []bool{false, true} {
+					for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+						c, err := NewPackQuantized(PackQuantizedConfig{Bits: bits, GroupSize: group, Scale: sd, Asymmetric: asym, GIdx: gidx})
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, d := range []Dims{{Rows: 8, Cols: 256}, {Rows: 16, Cols: 100}} {
+							g, _ := c.geometry(d)
+							parts := randomParts(t, c, d, rng, rng.IntN(3) == 0, g.group)
+							if gidx && rng.IntN(2) == 0 { // column order
+								for col := range d.Cols {
+									binary.LittleEndian.PutUint32(parts[len(parts)-1][4*col:], uint32(col/g.group))
+								}
+							}
+							checkRanges(t, c, d, parts)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGPTQRanges checks GPTQ's ranges (checkRanges) for every width,
+// group, scale dtype and g_idx, normal and odd scales.
+func TestGPTQRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, bits := range []uint64{2, 4, 8} {
+		for _, group := range []uint64{0, 32, 64} {
+			for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16} {
+				for _, gidx := range []bool{false, true} {
+					c, err := NewGPTQ(GPTQConfig{Bits: bits, GroupSize: group, Scale: sd, ZeroOffset: 1, GIdx: gidx})
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := Dims{Rows: 16, Cols: 256}
+					g, _ := c.geometry(d)
+					for _, wild := range []bool{false, true} {
+						parts := randomParts(t, c, d, rng, wild, g.group)
+						if gidx && !wild { // column order
+							for col := range d.Cols {
+								binary.LittleEndian.PutUint32(parts[3][4*col:], uint32(col/g.group))
+							}
+						}
+						checkRanges(t, c, d, parts)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAWQRanges checks AWQ's ranges (checkRanges) for groups of whole
+// and partial octets of columns, every scale dtype, normal and odd scales.
+func TestAWQRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, group := range []uint64{8, 12, 32, 128} {
+		for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+			c, err := NewAWQ(group, sd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []Dims{{Rows: 24, Cols: 2 * group}, {Rows: 16, Cols: 256 / group * group}} {
+				for _, wild := range []bool{false, true} {
+					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+				}
+			}
+		}
+	}
+}
+
+// TestMLXRanges checks MLX affine's ranges (checkRanges) for every width,
+// dtype and group, normal and odd scales and biases.
+func TestMLXRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, bits := range []uint64{2, 4, 8} {
+		for _, group := range []uint64{32, 64} {
+			for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+				c, err := NewMLXAffine(bits, group, sd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := Dims{Rows: 12, Cols: 4 * group}
+				for _, wild := range []bool{false, true} {
+					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+				}
+			}
+		}
+	}
+}
+
+// TestMLXFill16 checks the vector fill of an MLX 4-bit group's tables
+// against the Go loops, bit for bit, on every F16 scale with biases around
+// it, and BF16 scales of every exponent.
+func TestMLXFill16(t *testing.T) {
+	c, err := NewMLXAffine(4, 64, tensorfile.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(s, b float32, sd tensorfile.DType) {
+		var got, want affineLUTs
+		c.fill(&got, s, b, sd, true)
+		func() {
+			defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
+			hasAVX2 = func() bool { return false }
+			c.fill(&want, s, b, sd, true)
+		}()
+		for q := range 16 {
+			if math.Float32bits(got.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(got.steps[q]) != math.Float32bits(want.steps[q]) {
+				t.Fatalf("%s scale %#x, bias %#x, code %d: %#x, step %#x; want %#x, %#x", sd, math.Float32bits(s), math.Float32bits(b), q,
+					math.Float32bits(got.vals[q]), math.Float32bits(got.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
+			}
+		}
+	}
+	for h := range 1 << 16 {
+		s := F16ToFloat32(uint16(h))
+		for _, b := range []float32{0, -s * 7, s * 3.5, F16ToFloat32(uint16(h ^ 0x8400)), float32(math.Inf(-1))} {
+			check(s, roundTo(tensorfile.F16, b), tensorfile.F16)
+		}
+		bs := math.Float32frombits(uint32(h) << 16)
+		check(bs, math.Float32frombits(uint32(h^0x8200)<<16), tensorfile.BF16)
 	}
 }
