@@ -98,6 +98,24 @@ func (c *ggmlCodec) Spans(d Dims, r0, r1 uint64, dst []Span) ([]Span, error) {
 	return append(dst, Span{Part: 0, Offset: r0 * row, Len: (r1 - r0) * row, Count: 1}), nil
 }
 
+// ColumnSpans appends the span holding columns [c0, c1) of every row of a
+// weight of d, c0 and c1 multiples of the block: one strided run of whole
+// blocks. Each block carries its own scales, so what the run holds is a
+// weight of Dims{d.Rows, c1 − c0} of this encoding, which Decode and Steps
+// read as is (gpt-oss's ffn_down_exps is stored as the transpose of the
+// HF expert, so a band of its logical rows is such a band of columns).
+func (c *ggmlCodec) ColumnSpans(d Dims, c0, c1 uint64, dst []Span) ([]Span, error) {
+	row, err := c.rowBytes(d)
+	if err != nil {
+		return dst, err
+	}
+	en, bn := c.block.Elements, c.block.Bytes
+	if c0 >= c1 || c1 > d.Cols || c0%en != 0 || c1%en != 0 {
+		return dst, fmt.Errorf("%s: columns [%d, %d) of %d: %w", c, c0, c1, d.Cols, ErrRange)
+	}
+	return append(dst, Span{Part: 0, Offset: c0 / en * bn, Len: (c1 - c0) / en * bn, Stride: row, Count: d.Rows}), nil
+}
+
 func (c *ggmlCodec) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
 	return c.eachBlock(d, r0, r1, parts, 0, ^uint64(0), dst, c.decode)
 }
