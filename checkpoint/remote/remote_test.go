@@ -323,6 +323,49 @@ func TestHTTPRetries(t *testing.T) {
 	}
 }
 
+// TestHTTPClosedBeforeAnswer: a connection the server closes before
+// answering (the transport's io.EOF) is retried, and an error that
+// persists says so in words.
+func TestHTTPClosedBeforeAnswer(t *testing.T) {
+	dir := t.TempDir()
+	writeTiny(t, dir)
+	s := serve(t, dir)
+	const shard = "/model-00001-of-00003.safetensors"
+	var closes atomic.Int32
+	s.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != shard || closes.Add(-1) < 0 {
+			return false
+		}
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return true
+	})
+	for _, tc := range []struct {
+		closes int32
+		want   string // "" for opened
+	}{{1, ""}, {maxAttempts, "connection closed early"}} {
+		closes.Store(tc.closes)
+		var w waits
+		opt := remoteOpts(&w)
+		// A fresh connection per request: Go's transport retries a request
+		// on a reused connection by itself, which would hide the case.
+		opt.Remote.Transport = &http.Transport{DisableKeepAlives: true}
+		c, err := open(s.URL+shard, opt)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("closed %d times: %v", tc.closes, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("closed %d times: %v, want %q", tc.closes, err, tc.want)
+		case len(w.List()) != int(min(tc.closes, maxAttempts-1)):
+			t.Errorf("closed %d times: waits %v", tc.closes, w.List())
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
 // writeBig writes a file whose one tensor (1 MiB) lies past the bytes
 // read at open.
 func writeBig(t *testing.T, dir string) {
