@@ -179,8 +179,11 @@ func TestTransport(t *testing.T) {
 		var tr countingTransport
 		tc.opt.Remote.Transport = &tr
 		c := openRemoteT(t, tc.path, tc.opt)
-		if len(c.Shards) != 3 || tr.n.Load() == 0 || tr.n.Load() < tc.server.Requests() {
-			t.Errorf("%s: %d requests through the transport, %d served", tc.path, tr.n.Load(), tc.server.Requests())
+		// Served first: a probe for a companion file may still be starting,
+		// and it passes the transport before the server counts it.
+		served := tc.server.Requests()
+		if carried := tr.n.Load(); len(c.Shards) != 3 || carried == 0 || carried < served {
+			t.Errorf("%s: %d requests through the transport, %d served", tc.path, carried, served)
 		}
 	}
 }
