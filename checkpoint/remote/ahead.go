@@ -126,7 +126,9 @@ func (f *File) readAheadAt(p []byte, off int64) (bool, error) {
 		c.refs++
 		need = append(need, c)
 	}
-	for k := last + 1; k <= last+int64(ra.window) && k*aheadChunk < f.size; k++ {
+	// Ahead of the furthest read, not of this one: a reader that lags
+	// behind the others must not ask again for chunks they have consumed.
+	for k := ra.last + 1; k <= ra.last+int64(ra.window) && k*aheadChunk < f.size; k++ {
 		if f.chunkLocked(k, false) == nil {
 			break
 		}
