@@ -9,8 +9,8 @@ import (
 // (3 GB/s × 20 ms is 60 MB). Reads that continue where the previous ones
 // left off (the value engine reads tensors in file order) switch a file to
 // whole chunks of aheadChunk bytes, requested up to aheadWindow chunks
-// ahead of the reader, as an operating system's read-ahead does for a local
-// file. A read elsewhere is one ranged request for just its bytes, so
+// ahead of the furthest read, as an operating system's read-ahead does for
+// a local file. A read elsewhere is one ranged request for just its bytes, so
 // random access transfers nothing extra. Chunks are dropped once read;
 // their buffers come from a pool of aheadBuffers owned by the source (Base)
 // the file belongs to, so memory stays bounded whatever the checkpoint: at
