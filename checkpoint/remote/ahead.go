@@ -9,8 +9,8 @@ import (
 // (3 GB/s × 20 ms is 60 MB). Reads that continue where the previous ones
 // left off (the value engine reads tensors in file order) switch a file to
 // whole chunks of aheadChunk bytes, requested up to aheadWindow chunks
-// ahead of the reader, as an operating system's read-ahead does for a local
-// file. A read elsewhere is one ranged request for just its bytes, so
+// ahead of the furthest read, as an operating system's read-ahead does for
+// a local file. A read elsewhere is one ranged request for just its bytes, so
 // random access transfers nothing extra. Chunks are dropped once read;
 // their buffers come from a pool of aheadBuffers owned by the source (Base)
 // the file belongs to, so memory stays bounded whatever the checkpoint: at
@@ -126,7 +126,9 @@ func (f *File) readAheadAt(p []byte, off int64) (bool, error) {
 		c.refs++
 		need = append(need, c)
 	}
-	for k := last + 1; k <= last+int64(ra.window) && k*aheadChunk < f.size; k++ {
+	// Ahead of the furthest read, not of this one: a reader that lags
+	// behind the others must not ask again for chunks they have consumed.
+	for k := ra.last + 1; k <= ra.last+int64(ra.window) && k*aheadChunk < f.size; k++ {
 		if f.chunkLocked(k, false) == nil {
 			break
 		}

@@ -177,3 +177,55 @@ func TestReadAtDirect(t *testing.T) {
 		t.Errorf("served %d bytes for ten reads of 30; want 300", got)
 	}
 }
+
+// offsetsObject records the offset of every request made through it.
+type offsetsObject struct {
+	Object
+	mu   sync.Mutex
+	offs []int64
+}
+
+func (o *offsetsObject) Get(ctx context.Context, off, n int64, etag string) (*Part, error) {
+	o.mu.Lock()
+	o.offs = append(o.offs, off)
+	o.mu.Unlock()
+	return o.Object.Get(ctx, off, n, etag)
+}
+
+// TestReadAheadLaggingReader: a reader still in a chunk the others have
+// left behind reads ahead of where they are, not of where it is: a chunk
+// already consumed is not asked for again (it was, under load, when one of
+// the value engine's readers lagged).
+func TestReadAheadLaggingReader(t *testing.T) {
+	dir := t.TempDir()
+	const size = 4 * aheadChunk
+	want := writeRandom(t, dir, "a.safetensors", size)
+	s := serve(t, dir)
+	opt := checkpoint.RemoteOptions{Timeout: time.Minute}
+	var base Base
+	obj := &offsetsObject{Object: &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/a.safetensors", display: "a"}}
+	f, err := base.OpenFile(context.Background(), "a", obj, headerProbe, &opt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(off, n int64) {
+		t.Helper()
+		p := make([]byte, n)
+		if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, want[off:off+n]) {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+	}
+	const block = 64 << 10
+	read(headerProbe, block)         // the first read: direct
+	read(headerProbe+block, block)   // sequential: chunk 0, and chunk 1 ahead
+	read(aheadChunk, aheadChunk)     // chunk 1 whole: consumed, dropped
+	read(headerProbe+3*block, block) // the lagging reader, still in chunk 0
+	f.Close()                        // waits for the requests started
+	asked := map[int64]int{}
+	for _, off := range obj.offs {
+		asked[off]++
+	}
+	if asked[aheadChunk] != 1 {
+		t.Errorf("chunk 1 asked for %d times (requests at %v)", asked[aheadChunk], obj.offs)
+	}
+}

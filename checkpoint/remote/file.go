@@ -268,8 +268,10 @@ func retryable(err error) (bool, time.Duration) {
 	if errors.As(err, &de) {
 		return de.IsTemporary || de.IsTimeout, 0
 	}
+	// io.EOF is how a transport says the connection closed before an
+	// answer (a server restarting, a load balancer dropping it).
 	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne), 0
 }
 

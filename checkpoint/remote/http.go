@@ -148,13 +148,25 @@ func (o *httpObject) request(ctx context.Context, u string, off, n int64, etag s
 	case http.StatusPartialContent:
 		start, _, size, ok := ParseContentRange(resp.Header.Get("Content-Range"))
 		if !ok {
-			resp.Body.Close()
+			discard(resp.Body)
 			return nil, &Error{Path: o.display, Status: resp.StatusCode, Cause: fmt.Sprintf("HTTP 206 with a Content-Range of %q", resp.Header.Get("Content-Range"))}
 		}
 		return &Part{Body: resp.Body, Off: start, Length: resp.ContentLength, Size: size, ETag: strongETag(resp.Header)}, nil
 	}
-	resp.Body.Close()
+	discard(resp.Body)
 	return nil, o.statusError(resp)
+}
+
+// maxDiscard is how much of an answer not used (a 404's page) is read
+// before closing it: a body closed unread closes its connection, so every
+// companion file probed for and missing would cost a new connection (and a
+// TLS handshake) instead of reusing one.
+const maxDiscard = 64 << 10
+
+// discard reads up to maxDiscard bytes of body and closes it.
+func discard(body io.ReadCloser) {
+	io.CopyN(io.Discard, body, maxDiscard)
+	body.Close()
 }
 
 // statusError is a status other than 200 and 206 as an error.
