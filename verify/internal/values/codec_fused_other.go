@@ -4,7 +4,12 @@ package values
 
 import "github.com/ckptcheck/ckptcheck/safetensors"
 
-// Without a codec loop the sub-chunked path makes its two passes.
+// Without the assembly the codec loop is the Go one (codec_fused_go.go),
+// gated and busy alike.
 func codecStepLoops(p, e safetensors.DType, tol Tolerance) (gated, busy codecLoop) {
-	return nil, nil
+	if kernelChoice == kernelsReference {
+		return nil, nil
+	}
+	loop := goCodecLoop(p, e)
+	return loop, loop
 }

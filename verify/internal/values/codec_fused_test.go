@@ -14,7 +14,7 @@ import (
 // Σs²'s payload), over pieces of every length, with and without NaNs,
 // infinities, zero and NaN steps, and equal pairs, for each published
 // dtype and kind of tolerance: the gated loop, the busy one, and the choice
-// between them.
+// between them, and the Go loop of the builds without them.
 func TestCodecLoop(t *testing.T) {
 	f32 := safetensors.F32
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -24,8 +24,13 @@ func TestCodecLoop(t *testing.T) {
 			tol  Tolerance
 			mode string
 		}{{Tolerance{}, "gated"}, {Tolerance{}, "busy"}, {Tolerance{}, "both"}, {Tolerance{Atol: 1e-3}, "both"},
-			{Tolerance{Rtol: 1e-2, Atol: 1e-6}, "gated"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "busy"}} {
+			{Tolerance{Rtol: 1e-2, Atol: 1e-6}, "gated"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "busy"},
+			{Tolerance{}, "go"}, {Tolerance{Atol: 1e-3}, "go"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "go"}} {
 			gated, busy := codecStepLoops(pd, f32, c.tol)
+			if c.mode == "go" { // the Go loop, which builds without the assembly take
+				gated = goCodecLoop(pd, f32)
+				busy = gated
+			}
 			if gated == nil {
 				continue
 			}
