@@ -115,17 +115,19 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		loop = leanStepLoop(pd, ed)
 	}
 	// The codec loops measure the steps in the statistics' pass, where they
-	// exist (the exported side decoded) and the kernels read the plain side
-	// in place (it is aligned, and so is every piece); as the lean loop,
-	// they leave Σp² to the kernel.
+	// exist (either side decoded: a codec published takes the mirrored
+	// loops) and the kernels read the plain side in place (it is aligned,
+	// and so is every piece); as the lean loop, they leave Σp² to the
+	// kernel.
 	var gated, busy codecLoop
-	if res.hasSteps && side == 1 && codecLoops && leanSteps && aligned(raw[1-side], psz) {
-		gated, busy = codecStepLoops(pd, ed, p.Tolerance)
+	var mirror bool
+	if res.hasSteps && codecLoops && leanSteps && aligned(raw[1-side], psz) {
+		gated, busy, mirror = codecStepLoops(pd, ed, p.Tolerance)
 	}
 	if gated != nil {
 		loop, lean = leanStepLoop(pd, ed), true
 	}
-	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy}
+	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy, mirror: mirror}
 	vector := loop != nil || gated != nil
 	if res.hasSteps {
 		if vector {

@@ -143,7 +143,7 @@ func statsString(s Stats) string {
 // TestSubChunked checks that the sub-chunked path gives the numbers of the
 // whole-block path, bit for bit, on every RangeDecoder, the codec on
 // either side, against BF16, F16 and F32, with the default and the
-// portable kernels and blocks of many sizes.
+// portable kernels, blocks of many sizes and both kinds of tolerance.
 func TestSubChunked(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, c := range subChunkCodecs(t) {
@@ -165,14 +165,18 @@ func TestSubChunked(t *testing.T) {
 					continue
 				}
 				for _, elems := range []uint64{0, 2 * subChunkElems, 3*subChunkElems + 2*chunkElems} {
-					for _, portable := range []bool{false, true} {
-						name := fmt.Sprintf("%s/%s/%s/%d/portable=%v", c.name, pd, pair.name, elems, portable)
+					for _, tc := range []struct {
+						portable bool
+						tol      Tolerance
+					}{{false, Tolerance{Rtol: 1e-3, Atol: 1e-6}}, {true, Tolerance{Rtol: 1e-3, Atol: 1e-6}}, {false, Tolerance{Atol: 1e-3}}} {
+						portable := tc.portable
+						name := fmt.Sprintf("%s/%s/%s/%d/portable=%v/%+v", c.name, pd, pair.name, elems, portable, tc.tol)
 						got := make([]string, 2)
 						for i, sub := range []bool{true, false} {
 							restore := UseKernels(portable)
 							restoreBlocks := SetBlocking(elems, 0)
 							subChunking = sub
-							p := &Pair{Published: pair.pub, Exported: pair.exp, Tolerance: Tolerance{Rtol: 1e-3, Atol: 1e-6}}
+							p := &Pair{Published: pair.pub, Exported: pair.exp, Tolerance: tc.tol}
 							_, err := Run(context.Background(), readers, []*Pair{p}, Options{Workers: 2})
 							subChunking = true
 							restoreBlocks()
