@@ -70,18 +70,35 @@ func (p *Pair) columnCount() uint64 {
 // measure sums a block's columns: pb and eb are its bytes as the kernels
 // see them, of dtypes pd and ed.
 func (cb *columnBuffers) measure(j *job, pd, ed safetensors.DType, pb, eb []byte) {
-	p := j.pair
-	n := int(j.n)
+	s := j.pair.blockColumns(j.start, j.n)
+	cb.add(s, j.pair, j.start, j.n, pd, ed, pb, eb)
+	j.pair.recordColumns(j.block, s)
+}
+
+// blockColumns are the empty sums of a block of n elements from start.
+func (p *Pair) blockColumns(start, n uint64) *columnSums {
 	cols := p.columnCount()
-	if cap(cb.vals[0]) < n {
+	s := newColumnSums(cols)
+	if p.rowsWanted() && n > 0 {
+		s.rows = newRowSums(start, n, cols)
+	}
+	return s
+}
+
+// add adds n elements from start, bytes pb and eb of dtypes pd and ed, to
+// their block's sums s. Each column (and row) sums its elements in order,
+// so a block's elements added in order give the same sums in pieces as
+// whole.
+func (cb *columnBuffers) add(s *columnSums, p *Pair, start, n uint64, pd, ed safetensors.DType, pb, eb []byte) {
+	if uint64(cap(cb.vals[0])) < n {
 		cb.vals = [2][]float64{make([]float64, n), make([]float64, n)}
 	}
 	pv, ev := cb.vals[0][:n], cb.vals[1][:n]
 	quant.DecodeFloat64(pd, pb, pv)
 	quant.DecodeFloat64(ed, eb, ev)
-	s := newColumnSums(cols)
-	col := j.start % cols
-	for i := range n {
+	cols := uint64(len(s.pp))
+	col := start % cols
+	for i := range pv {
 		a, b := pv[i], ev[i]
 		if finitePair(a, b) {
 			s.pp[col] += a * a
@@ -92,10 +109,9 @@ func (cb *columnBuffers) measure(j *job, pd, ed safetensors.DType, pb, eb []byte
 			col = 0
 		}
 	}
-	if p.rowsWanted() {
-		s.rows = measureRows(p.RowWeights, j.start, cols, pv, ev)
+	if s.rows != nil {
+		s.rows.addValues(p.RowWeights, start, cols, pv, ev)
 	}
-	p.recordColumns(j.block, s)
 }
 
 // finitePair reports a pair of finite values: the only ones summed.

@@ -30,17 +30,19 @@ func (p *Pair) rowsWanted() bool {
 	return p.Columns && p.RowWeights != nil && uint64(len(p.RowWeights)) == p.columnCount()
 }
 
-// measureRows sums the rows of a block's decoded values pv and ev, which
-// start at element start of a tensor of cols columns, the published side
+// newRowSums are the empty rows of a block of n > 0 elements from start
+// of a tensor of cols columns.
+func newRowSums(start, n, cols uint64) *rowSums {
+	first, last := start/cols, (start+n-1)/cols
+	rows := last - first + 1
+	return &rowSums{first: first, pp: make([]float64, rows), ee: make([]float64, rows), pe: make([]float64, rows)}
+}
+
+// addValues adds decoded values pv and ev of the block's elements from
+// start (of a tensor of cols columns) to its rows, the published side
 // weighted by w per column.
-func measureRows(w []float64, start, cols uint64, pv, ev []float64) *rowSums {
-	if len(pv) == 0 {
-		return nil
-	}
-	first, last := start/cols, (start+uint64(len(pv))-1)/cols
-	n := last - first + 1
-	r := &rowSums{first: first, pp: make([]float64, n), ee: make([]float64, n), pe: make([]float64, n)}
-	col, row := start%cols, 0
+func (r *rowSums) addValues(w []float64, start, cols uint64, pv, ev []float64) {
+	col, row := start%cols, start/cols-r.first
 	for i, a := range pv {
 		if b := ev[i]; finitePair(a, b) {
 			a *= w[col]
@@ -52,7 +54,6 @@ func measureRows(w []float64, start, cols uint64, pv, ev []float64) *rowSums {
 			col, row = 0, row+1
 		}
 	}
-	return r
 }
 
 // add adds block o's rows to the pair's: o starts in the pair's last row
