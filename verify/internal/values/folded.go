@@ -1,8 +1,6 @@
 package values
 
 import (
-	"math"
-
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -97,26 +95,34 @@ func (cb *columnBuffers) add(s *columnSums, p *Pair, start, n uint64, pd, ed saf
 	quant.DecodeFloat64(pd, pb, pv)
 	quant.DecodeFloat64(ed, eb, ev)
 	cols := uint64(len(s.pp))
-	col := start % cols
-	for i := range pv {
-		a, b := pv[i], ev[i]
-		if finitePair(a, b) {
-			s.pp[col] += a * a
-			s.ee[col] += b * b
-			s.pe[col] += a * b
-		}
-		if col++; col == cols {
-			col = 0
-		}
+	// A row's run of columns at a time: no column passes another.
+	for i, col := uint64(0), start%cols; i < n; col = 0 {
+		m := min(cols-col, n-i)
+		addColumns(s.pp[col:col+m], s.ee[col:col+m], s.pe[col:col+m], pv[i:i+m], ev[i:i+m])
+		i += m
 	}
 	if s.rows != nil {
 		s.rows.addValues(p.RowWeights, start, cols, pv, ev)
 	}
 }
 
-// finitePair reports a pair of finite values: the only ones summed.
+// addColumns adds the products of the finite pairs of pv and ev, a column
+// each, to their columns' sums pp, ee and pe.
+func addColumns(pp, ee, pe, pv, ev []float64) {
+	ee, pe, ev = ee[:len(pp)], pe[:len(pp)], ev[:len(pp)]
+	for j, a := range pv[:len(pp)] {
+		if b := ev[j]; finitePair(a, b) {
+			pp[j] += a * a
+			ee[j] += b * b
+			pe[j] += a * b
+		}
+	}
+}
+
+// finitePair reports a pair of finite values: the only ones summed (x − x
+// is 0 for a finite x, NaN for a NaN or an infinity).
 func finitePair(a, b float64) bool {
-	return !math.IsNaN(a) && !math.IsNaN(b) && !math.IsInf(a, 0) && !math.IsInf(b, 0)
+	return a-a == 0 && b-b == 0
 }
 
 // recordColumns merges block's sums when every block before it is merged,
