@@ -107,10 +107,17 @@ func (cb *columnBuffers) add(s *columnSums, p *Pair, start, n uint64, pd, ed saf
 }
 
 // addColumns adds the products of the finite pairs of pv and ev, a column
-// each, to their columns' sums pp, ee and pe.
+// each, to their columns' sums pp, ee and pe (four columns at a time where
+// the CPU has a vector loop).
 func addColumns(pp, ee, pe, pv, ev []float64) {
-	ee, pe, ev = ee[:len(pp)], pe[:len(pp)], ev[:len(pp)]
-	for j, a := range pv[:len(pp)] {
+	ee, pe, pv, ev = ee[:len(pp)], pe[:len(pp)], pv[:len(pp)], ev[:len(pp)]
+	if v := len(pp) &^ 3; v > 0 {
+		if loop := columnLoop(); loop != nil {
+			loop(&pp[0], &ee[0], &pe[0], &pv[0], &ev[0], v)
+			pp, ee, pe, pv, ev = pp[v:], ee[v:], pe[v:], pv[v:], ev[v:]
+		}
+	}
+	for j, a := range pv {
 		if b := ev[j]; finitePair(a, b) {
 			pp[j] += a * a
 			ee[j] += b * b
