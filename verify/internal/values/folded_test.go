@@ -74,36 +74,19 @@ func TestColumns(t *testing.T) {
 }
 
 // TestColumnLoop checks that addColumns's vector loop gives the Go loop's
-// sums, bit for bit, over runs of every length with NaNs, infinities,
-// zeros of both signs, subnormals and the largest float32 values, a few
-// rows added in turn.
+// sums, bit for bit, over runs of every length with the values of
+// sumsValue, a few rows added in turn.
 func TestColumnLoop(t *testing.T) {
-	var rng *rand.Rand
-	value := func() float64 {
-		switch rng.IntN(24) {
-		case 0:
-			return math.NaN()
-		case 1:
-			return math.Inf(1 - 2*rng.IntN(2))
-		case 2:
-			return math.Copysign(0, -1)
-		case 3:
-			return float64(math.Float32frombits(uint32(rng.IntN(1 << 23)))) // subnormal
-		case 4:
-			return float64(math.MaxFloat32) * float64(1-2*rng.IntN(2))
-		}
-		return float64(float32(rng.NormFloat64()))
-	}
 	for _, n := range []int{0, 1, 3, 4, 5, 8, 37, 1024, 1027} {
 		var got [2][3][]float64
 		for i, portable := range []bool{false, true} {
-			rng = rand.New(rand.NewPCG(uint64(n), 9)) // the same values for both loops
+			rng := rand.New(rand.NewPCG(uint64(n), 9)) // the same values for both loops
 			restore := UseKernels(portable)
 			s := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
 			for range 3 {
 				pv, ev := make([]float64, n), make([]float64, n)
 				for j := range pv {
-					pv[j], ev[j] = value(), value()
+					pv[j], ev[j] = sumsValue(rng), sumsValue(rng)
 				}
 				addColumns(s[0], s[1], s[2], pv, ev)
 			}
@@ -118,4 +101,22 @@ func TestColumnLoop(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sumsValue is a float32 value, or by turns a NaN, an infinity, a zero of
+// either sign, a subnormal or the largest float32 value.
+func sumsValue(rng *rand.Rand) float64 {
+	switch rng.IntN(24) {
+	case 0:
+		return math.NaN()
+	case 1:
+		return math.Inf(1 - 2*rng.IntN(2))
+	case 2:
+		return math.Copysign(0, -1)
+	case 3:
+		return float64(math.Float32frombits(uint32(rng.IntN(1 << 23)))) // subnormal
+	case 4:
+		return float64(math.MaxFloat32) * float64(1-2*rng.IntN(2))
+	}
+	return float64(float32(rng.NormFloat64()))
 }
