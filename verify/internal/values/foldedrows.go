@@ -33,9 +33,24 @@ func (p *Pair) rowsWanted() bool {
 // newRowSums are the empty rows of a block of n > 0 elements from start
 // of a tensor of cols columns.
 func newRowSums(start, n, cols uint64) *rowSums {
+	var r *rowSums
+	return r.reset(start, n, cols)
+}
+
+// reset makes r the empty rows of a block of n > 0 elements from start of
+// a tensor of cols columns, in r's memory where it has room (r may be
+// nil).
+func (r *rowSums) reset(start, n, cols uint64) *rowSums {
 	first, last := start/cols, (start+n-1)/cols
 	rows := last - first + 1
-	return &rowSums{first: first, pp: make([]float64, rows), ee: make([]float64, rows), pe: make([]float64, rows)}
+	if r == nil || uint64(cap(r.pp)) < rows {
+		return &rowSums{first: first, pp: make([]float64, rows), ee: make([]float64, rows), pe: make([]float64, rows)}
+	}
+	r.first, r.pp, r.ee, r.pe = first, r.pp[:rows], r.ee[:rows], r.pe[:rows]
+	clear(r.pp)
+	clear(r.ee)
+	clear(r.pe)
+	return r
 }
 
 // addValues adds decoded values pv and ev of the block's elements from
