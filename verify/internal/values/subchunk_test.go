@@ -243,3 +243,70 @@ func TestSubChunkSide(t *testing.T) {
 		}
 	}
 }
+
+// TestSubChunkedFinite is TestSubChunked where no value is a NaN or an
+// infinity, so that no chunk is done again one element at a time and the
+// codec loops' own numbers (the mirrored ones too, for the codec
+// published) are those compared: FP8 blocks against BF16, F16 and F32,
+// either side, tolerances of both kinds that a part of the elements
+// passes (a large relative one: the elements that pass it by the
+// published value and fail it by the exported one are many), with the
+// codec loops and with the two passes.
+func TestSubChunkedFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	c := subChunkCodecs(t)[0]
+	parts, _ := randomParts(t, rng, c.codec, c.shape)
+	for k, b := range parts[0] { // no NaN among the E4M3 values, no scale not finite
+		if b&0x7F == 0x7F {
+			parts[0][k] = b ^ 1
+		}
+	}
+	for k := 0; k+4 <= len(parts[1]); k += 4 {
+		if s := math.Float32frombits(binary.LittleEndian.Uint32(parts[1][k:])); s-s != 0 {
+			binary.LittleEndian.PutUint32(parts[1][k:], math.Float32bits(0.25))
+		}
+	}
+	d, _ := matrixDims(c.shape)
+	vals := make([]float32, d.Rows*d.Cols)
+	if err := c.codec.Decode(d, 0, d.Rows, parts, vals); err != nil {
+		t.Fatal(err)
+	}
+	near := make([]float32, len(vals)) // by stretches near the values, or far
+	for i, v := range vals {
+		near[i] = v * float32(1+(rng.Float64()-0.5)/float64(1+63*(i/700%2)))
+	}
+	for _, pd := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32} {
+		var f fileBuilder
+		co := Operand{Shape: c.shape, Codec: c.codec}
+		for _, b := range parts {
+			co.Parts = append(co.Parts, f.add(b))
+		}
+		plain := Operand{DType: pd, Shape: c.shape, Segments: f.add(encodeAs(pd, near))}
+		readers := []io.ReaderAt{bytes.NewReader(f.b)}
+		for _, pair := range []struct {
+			name     string
+			pub, exp Operand
+		}{{"plain-codec", plain, co}, {"codec-plain", co, plain}} {
+			for _, tol := range []Tolerance{{Rtol: 1.0 / 4}, {Rtol: 1.0 / 300}, {Atol: 1.0 / 1000}} {
+				name := fmt.Sprintf("%s/%s/%+v", pd, pair.name, tol)
+				var got [3]string
+				for i, mode := range []struct{ sub, loops bool }{{false, false}, {true, false}, {true, true}} {
+					subChunking, codecLoops = mode.sub, mode.loops
+					p := &Pair{Published: pair.pub, Exported: pair.exp, Tolerance: tol}
+					_, err := Run(context.Background(), readers, []*Pair{p}, Options{Workers: 2})
+					subChunking, codecLoops = true, true
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if n := uint64(len(vals)); p.Stats.Mismatches == 0 || p.Stats.Mismatches == n || p.Stats.Steps == nil {
+						t.Fatalf("%s: %d of %d elements outside the tolerance, steps %v", name, p.Stats.Mismatches, n, p.Stats.Steps)
+					}
+					got[i] = statsString(p.Stats)
+				}
+				if got[1] != got[0] || got[2] != got[0] {
+					t.Errorf("%s:\nwhole       %s\ntwo passes  %s\ncodec loops %s", name, got[0], got[1], got[2])
+				}
+			}
+		}
+	}
+}
