@@ -16,7 +16,9 @@ import (
 // busy one, as many elements are outside their half steps or few.
 
 // A codecLoop measures n (a multiple of 4) elements of p and e (BF16, F16
-// or F32 as its name says, and F32) against steps s: their statistics into st, their steps into sl,
+// or F32 as its name says, and F32; a mirrored loop's p is the exported
+// side, BF16 or F16, and e the published F32) against steps s: their
+// statistics into st, their steps into sl,
 // leaving Σp² and the finite count to st and the elements outside to be
 // masked by the chunk's finiteness (see fusedSteps.redo); n < 2^33.
 type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)
@@ -25,6 +27,7 @@ type codecLoop func(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 type fusedSteps struct {
 	v           *vectorSteps
 	gated, busy codecLoop
+	mirror      bool          // the loops take the exported side first
 	steps       []float32     // the piece's steps
 	saved       [lanes]uint64 // the lanes' elements outside before the chunk
 	useBusy     bool          // the last step chunk chose the busy loop
@@ -50,7 +53,11 @@ func (f *fusedSteps) chunk(k *kernel, b *block, off, m uint64) {
 			if f.useBusy {
 				loop = f.busy
 			}
-			loop(&b.p[c0*b.psz], &b.e[c0*b.esz], (*byte)(unsafe.Pointer(&f.steps[c0])), int(n4), &k.st, st)
+			p, e := &b.p[c0*b.psz], &b.e[c0*b.esz]
+			if f.mirror {
+				p, e = e, p
+			}
+			loop(p, e, (*byte)(unsafe.Pointer(&f.steps[c0])), int(n4), &k.st, st)
 			if f.useBusy {
 				out := (st.out[0] - out0[0]) + (st.out[1] - out0[1]) + (st.out[2] - out0[2]) + (st.out[3] - out0[3])
 				f.useBusy = out*gatedOutside >= n4

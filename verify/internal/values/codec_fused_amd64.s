@@ -80,9 +80,12 @@
 #define PH(PO) VCVTPH2PS PO(SI)(CX*2), X10
 #define PS(PO) VMOVUPS PO(SI)(CX*4), X10
 
-// TOLR is atol + rtol·|p|, as the kernels compute it.
-#define TOLR \
-	VANDPD stepLanes_abs(BX), Y10, Y12 \
+// TOLR is atol + rtol·|p|, as the kernels compute it; TOLRM the same of
+// the mirrored loops' p, the decoded values (Y11).
+#define TOLR TOLOF(Y10)
+#define TOLRM TOLOF(Y11)
+#define TOLOF(P) \
+	VANDPD stepLanes_abs(BX), P, Y12 \
 	VMULPD laneState_rtol(DX), Y12, Y12 \
 	VADDPD laneState_atol(DX), Y12, Y12 \
 	VCMPPD $0x1e, Y12, Y13, Y12
@@ -135,9 +138,11 @@
 
 
 
-// CODEC is a codec loop's body: G0 to G3 read the published values of an
-// iteration's groups, S0 to S3 those of SLOW, G the tail's.
-#define CODEC(TOL, STEPS, COUNT, G0, G1, G2, G3, G, S0, S1, S2, S3) \
+// CODEC is a codec loop's body: G0 to G3 read the plain values of an
+// iteration's groups, S0 to S3 those of SLOW, G the tail's; Y2 and Y3
+// are the lane sums at P2 and E2 (Σp² and Σe², or the mirrored loops'
+// Σe² and Σp²).
+#define CODEC(TOL, STEPS, COUNT, P2, E2, G0, G1, G2, G3, G, S0, S1, S2, S3) \
 	MOVQ p+0(FP), SI \
 	MOVQ e+8(FP), DI \
 	MOVQ s+16(FP), R8 \
@@ -151,8 +156,8 @@
 	XORQ CX, CX \
 	VMOVUPD laneState_sum+0(DX), Y0 \
 	VMOVUPD laneState_sum+32(DX), Y1 \
-	VMOVUPD laneState_sum+64(DX), Y2 \
-	VMOVUPD laneState_sum+96(DX), Y3 \
+	VMOVUPD laneState_sum+P2(DX), Y2 \
+	VMOVUPD laneState_sum+E2(DX), Y3 \
 	VMOVUPD laneState_sum+128(DX), Y4 \
 	VPXOR Y5, Y5, Y5 \
 	VMOVUPD laneState_max(DX), Y6 \
@@ -188,8 +193,8 @@ next1: \
 end: \
 	VMOVUPD Y0, laneState_sum+0(DX) \
 	VMOVUPD Y1, laneState_sum+32(DX) \
-	VMOVUPD Y2, laneState_sum+64(DX) \
-	VMOVUPD Y3, laneState_sum+96(DX) \
+	VMOVUPD Y2, laneState_sum+P2(DX) \
+	VMOVUPD Y3, laneState_sum+E2(DX) \
 	VMOVUPD Y4, laneState_sum+128(DX) \
 	VMOVUPD Y6, laneState_max(DX) \
 	VMOVUPD Y7, stepLanes_s2(BX) \
@@ -224,48 +229,85 @@ again1: \
 
 // func codecBF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, GATED, OUTSIDE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+	CODEC(TOLR, GATED, OUTSIDE, 64, 96, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecBF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32BusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, BUSY, NONE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+	CODEC(TOLR, BUSY, NONE, 64, 96, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecBF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AtolAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, GATED, OUTSIDE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+	CODEC(TOLA, GATED, OUTSIDE, 64, 96, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecBF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecBF16F32AtolBusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, BUSY, NONE, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+	CODEC(TOLA, BUSY, NONE, 64, 96, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
 
 // func codecF16F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF16F32AVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, GATED, OUTSIDE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+	CODEC(TOLR, GATED, OUTSIDE, 64, 96, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
 
 // func codecF16F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF16F32BusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, BUSY, NONE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+	CODEC(TOLR, BUSY, NONE, 64, 96, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
 
 // func codecF16F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF16F32AtolAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, GATED, OUTSIDE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+	CODEC(TOLA, GATED, OUTSIDE, 64, 96, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
 
 // func codecF16F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF16F32AtolBusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, BUSY, NONE, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+	CODEC(TOLA, BUSY, NONE, 64, 96, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
 
 // func codecF32F32AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF32F32AVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, GATED, OUTSIDE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+	CODEC(TOLR, GATED, OUTSIDE, 64, 96, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
 
 // func codecF32F32BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF32F32BusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLR, BUSY, NONE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+	CODEC(TOLR, BUSY, NONE, 64, 96, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
 
 // func codecF32F32AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF32F32AtolAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, GATED, OUTSIDE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+	CODEC(TOLA, GATED, OUTSIDE, 64, 96, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
 
 // func codecF32F32AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
 TEXT ·codecF32F32AtolBusyAVX2(SB), NOSPLIT, $0-48
-	CODEC(TOLA, BUSY, NONE, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+	CODEC(TOLA, BUSY, NONE, 64, 96, PS(0), PS(16), PS(32), PS(48), PS(0), PS(0), PS(16), PS(32), PS(48))
+
+// The mirrored loops, for a codec on the published side: p are the plain
+// exported values, e the decoded published ones and their steps. |d|, d²,
+// p·e and the steps are the same either way round; Σp² and Σe² are
+// exchanged, and the tolerance is of the decoded values.
+
+// func codecF32BF16AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32BF16AVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLRM, GATED, OUTSIDE, 96, 64, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecF32BF16BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32BF16BusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLRM, BUSY, NONE, 96, 64, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecF32BF16AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32BF16AtolAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, GATED, OUTSIDE, 96, 64, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecF32BF16AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32BF16AtolBusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, BUSY, NONE, 96, 64, PLO(0), PHI(0), PLO(16), PHI(16), PB(0), PB(0), PB(8), PB(16), PB(24))
+
+// func codecF32F16AVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F16AVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLRM, GATED, OUTSIDE, 96, 64, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF32F16BusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F16BusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLRM, BUSY, NONE, 96, 64, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF32F16AtolAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F16AtolAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, GATED, OUTSIDE, 96, 64, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))
+
+// func codecF32F16AtolBusyAVX2(p, e, s *byte, n int, st *laneState, sl *stepLanes)
+TEXT ·codecF32F16AtolBusyAVX2(SB), NOSPLIT, $0-48
+	CODEC(TOLA, BUSY, NONE, 96, 64, PH(0), PH(8), PH(16), PH(24), PH(0), PH(0), PH(8), PH(16), PH(24))

@@ -14,21 +14,25 @@ import (
 // Σs²'s payload), over pieces of every length, with and without NaNs,
 // infinities, zero and NaN steps, and equal pairs, for each published
 // dtype and kind of tolerance: the gated loop, the busy one, and the choice
-// between them, and the Go loop of the builds without them.
+// between them; the mirrored loops, for a codec on the published side
+// (F32 decoded against BF16 or F16 exported); and the Go loop of the
+// builds without the assembly.
 func TestCodecLoop(t *testing.T) {
 	f32 := safetensors.F32
 	rng := rand.New(rand.NewPCG(7, 8))
 	tested := false
-	for _, pd := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F32} {
+	for _, dt := range [][2]safetensors.DType{{safetensors.BF16, f32}, {safetensors.F16, f32}, {f32, f32},
+		{f32, safetensors.BF16}, {f32, safetensors.F16}} {
+		pd, ed := dt[0], dt[1]
 		for _, c := range []struct {
 			tol  Tolerance
 			mode string
 		}{{Tolerance{}, "gated"}, {Tolerance{}, "busy"}, {Tolerance{}, "both"}, {Tolerance{Atol: 1e-3}, "both"},
 			{Tolerance{Rtol: 1e-2, Atol: 1e-6}, "gated"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "busy"},
 			{Tolerance{}, "go"}, {Tolerance{Atol: 1e-3}, "go"}, {Tolerance{Rtol: 1e-2, Atol: 1e-6}, "go"}} {
-			gated, busy := codecStepLoops(pd, f32, c.tol)
+			gated, busy, mirror := codecStepLoops(pd, ed, c.tol)
 			if c.mode == "go" { // the Go loop, which builds without the assembly take
-				gated = goCodecLoop(pd, f32)
+				gated, mirror = goCodecLoop(pd, ed), false
 				busy = gated
 			}
 			if gated == nil {
@@ -43,30 +47,30 @@ func TestCodecLoop(t *testing.T) {
 			}
 			for _, n := range []int{4, 6, 100, 1023, 1024, 2048, 5003, 2*subChunkElems + 6} {
 				for _, special := range []bool{false, true} {
-					name := fmt.Sprintf("%s/%+v/%s/%d/special=%v", pd, c.tol, c.mode, n, special)
+					name := fmt.Sprintf("%s-%s/%+v/%s/%d/special=%v", pd, ed, c.tol, c.mode, n, special)
 					pv, ev, steps := codecLoopCase(rng, n, special)
-					pb, eb := encode(pd, pv), encode(f32, ev)
+					pb, eb := encode(pd, pv), encode(ed, ev)
 					pf, ef := make([]float32, n), make([]float32, n)
 					decodeFloat32(pd, pb, pf)
-					decodeFloat32(f32, eb, ef)
-					psz := pd.Bits() / 8
+					decodeFloat32(ed, eb, ef)
+					psz, esz := pd.Bits()/8, ed.Bits()/8
 					cut := min(n, subChunkElems)
 					var got, want [2]string
 					for i, fused := range []bool{false, true} {
 						var k kernel
 						var v vectorSteps
 						var o oneSideSteps
-						v.begin(nil, pd, f32, true)
+						v.begin(nil, pd, ed, true)
 						o.begin()
-						k.begin(pd, f32, 0, uint64(n), c.tol)
+						k.begin(pd, ed, 0, uint64(n), c.tol)
 						for _, r := range [][2]int{{0, cut}, {cut, n}} {
-							p, e, s := pb[psz*r[0]:psz*r[1]], eb[4*r[0]:4*r[1]], steps[r[0]:r[1]]
+							p, e, s := pb[psz*r[0]:psz*r[1]], eb[esz*r[0]:esz*r[1]], steps[r[0]:r[1]]
 							if !fused {
 								o.add(pf[r[0]:r[1]], ef[r[0]:r[1]], s)
 								k.add(p, e)
 								continue
 							}
-							f := fusedSteps{v: &v, gated: gated, busy: busy, steps: s}
+							f := fusedSteps{v: &v, gated: gated, busy: busy, mirror: mirror, steps: s}
 							k.steps = &f
 							k.add(p, e)
 							k.steps = nil
@@ -129,8 +133,9 @@ func codecLoopCase(rng *rand.Rand, n int, special bool) (pv, ev []float64, steps
 			steps[i] = 0
 		case 4:
 			steps[i] = float32(math.NaN())
-		case 5:
-			ev[i] = float64(math.Float32frombits(math.Float32bits(float32(pv[i])) &^ 0xFFFF))
+		case 5: // equal in every dtype
+			pv[i] = float64(math.Float32frombits(math.Float32bits(float32(pv[i])) &^ 0xFFFF))
+			ev[i] = pv[i]
 		}
 	}
 	return pv, ev, steps

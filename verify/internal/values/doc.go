@@ -17,7 +17,10 @@
 // band at a time, transposed in memory (codec_transposed.go), or, where
 // its codec decodes ranges of rows, a piece at a time in the cache
 // (subchunk.go), the statistics and the steps in one pass where a codec
-// loop exists (codec_fused.go); plain dtypes never go through a codec. Blocks merge in order into each pair's Stats, so the numbers do
-// not depend on scheduling. Findings, codes and report data are the caller's (package
-// verify).
+// loop exists (codec_fused.go, the codec on either side), and the sums per
+// column and row a pair asks for from the same pieces (folded.go,
+// foldedrows.go, the AVX2 columns_amd64.s); plain dtypes never go through
+// a codec. Blocks merge in order into each pair's Stats, so the numbers do
+// not depend on scheduling. Findings, codes and report data are the
+// caller's (package verify).
 package values

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -70,4 +71,52 @@ func TestColumns(t *testing.T) {
 	if _, err := Run(context.Background(), []io.ReaderAt{bytes.NewReader(data)}, []*Pair{p}, Options{}); err != nil || p.Stats.Columns != nil {
 		t.Errorf("columns %v, err %v", p.Stats.Columns, err)
 	}
+}
+
+// TestColumnLoop checks that addColumns's vector loop gives the Go loop's
+// sums, bit for bit, over runs of every length with the values of
+// sumsValue, a few rows added in turn.
+func TestColumnLoop(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 8, 37, 1024, 1027} {
+		var got [2][3][]float64
+		for i, portable := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(uint64(n), 9)) // the same values for both loops
+			restore := UseKernels(portable)
+			s := [3][]float64{make([]float64, n), make([]float64, n), make([]float64, n)}
+			for range 3 {
+				pv, ev := make([]float64, n), make([]float64, n)
+				for j := range pv {
+					pv[j], ev[j] = sumsValue(rng), sumsValue(rng)
+				}
+				addColumns(s[0], s[1], s[2], pv, ev)
+			}
+			restore()
+			got[i] = s
+		}
+		for k := range 3 {
+			for j := range n {
+				if a, b := math.Float64bits(got[0][k][j]), math.Float64bits(got[1][k][j]); a != b {
+					t.Errorf("n %d: sum %d of column %d: %x, the Go loop's %x", n, k, j, a, b)
+				}
+			}
+		}
+	}
+}
+
+// sumsValue is a float32 value, or by turns a NaN, an infinity, a zero of
+// either sign, a subnormal or the largest float32 value.
+func sumsValue(rng *rand.Rand) float64 {
+	switch rng.IntN(24) {
+	case 0:
+		return math.NaN()
+	case 1:
+		return math.Inf(1 - 2*rng.IntN(2))
+	case 2:
+		return math.Copysign(0, -1)
+	case 3:
+		return float64(math.Float32frombits(uint32(rng.IntN(1 << 23)))) // subnormal
+	case 4:
+		return float64(math.MaxFloat32) * float64(1-2*rng.IntN(2))
+	}
+	return float64(float32(rng.NormFloat64()))
 }

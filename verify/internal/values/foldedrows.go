@@ -30,29 +30,68 @@ func (p *Pair) rowsWanted() bool {
 	return p.Columns && p.RowWeights != nil && uint64(len(p.RowWeights)) == p.columnCount()
 }
 
-// measureRows sums the rows of a block's decoded values pv and ev, which
-// start at element start of a tensor of cols columns, the published side
-// weighted by w per column.
-func measureRows(w []float64, start, cols uint64, pv, ev []float64) *rowSums {
-	if len(pv) == 0 {
-		return nil
+// newRowSums are the empty rows of a block of n > 0 elements from start
+// of a tensor of cols columns.
+func newRowSums(start, n, cols uint64) *rowSums {
+	var r *rowSums
+	return r.reset(start, n, cols)
+}
+
+// reset makes r the empty rows of a block of n > 0 elements from start of
+// a tensor of cols columns, in r's memory where it has room (r may be
+// nil).
+func (r *rowSums) reset(start, n, cols uint64) *rowSums {
+	first, last := start/cols, (start+n-1)/cols
+	rows := last - first + 1
+	if r == nil || uint64(cap(r.pp)) < rows {
+		return &rowSums{first: first, pp: make([]float64, rows), ee: make([]float64, rows), pe: make([]float64, rows)}
 	}
-	first, last := start/cols, (start+uint64(len(pv))-1)/cols
-	n := last - first + 1
-	r := &rowSums{first: first, pp: make([]float64, n), ee: make([]float64, n), pe: make([]float64, n)}
-	col, row := start%cols, 0
-	for i, a := range pv {
-		if b := ev[i]; finitePair(a, b) {
-			a *= w[col]
-			r.pp[row] += a * a
-			r.ee[row] += b * b
-			r.pe[row] += a * b
-		}
-		if col++; col == cols {
-			col, row = 0, row+1
-		}
-	}
+	r.first, r.pp, r.ee, r.pe = first, r.pp[:rows], r.ee[:rows], r.pe[:rows]
+	clear(r.pp)
+	clear(r.ee)
+	clear(r.pe)
 	return r
+}
+
+// addValues adds decoded values pv and ev of the block's elements from
+// start (of a tensor of cols columns) to its rows, the published side
+// weighted by w per column: a row's run at a time, or four whole rows at
+// a time where the CPU has a vector loop (their columns but the last
+// cols mod 4, then those). Each row's sums are chains of additions in its
+// elements' order.
+func (r *rowSums) addValues(w []float64, start, cols uint64, pv, ev []float64) {
+	n := uint64(len(pv))
+	loop := rowLoop()
+	for i, col, row := uint64(0), start%cols, start/cols-r.first; i < n; col = 0 {
+		if c4 := cols &^ 3; loop != nil && col == 0 && c4 > 0 && n-i >= 4*cols {
+			loop(&r.pp[row], &r.ee[row], &r.pe[row], &pv[i], &ev[i], &w[0], int(cols), int(c4))
+			for k := range uint64(4) {
+				at := i + k*cols
+				r.addRow(row+k, w[c4:cols], pv[at+c4:at+cols], ev[at+c4:at+cols])
+			}
+			i, row = i+4*cols, row+4
+			continue
+		}
+		m := min(cols-col, n-i)
+		r.addRow(row, w[col:col+m], pv[i:i+m], ev[i:i+m])
+		i, row = i+m, row+1
+	}
+}
+
+// addRow adds a run of row's values pv and ev, weighted by ws, to its
+// sums, held in registers meanwhile.
+func (r *rowSums) addRow(row uint64, ws, pv, ev []float64) {
+	pp, ee, pe := r.pp[row], r.ee[row], r.pe[row]
+	ws, ev = ws[:len(pv)], ev[:len(pv)]
+	for j, a := range pv {
+		if b := ev[j]; finitePair(a, b) {
+			a *= ws[j]
+			pp += a * a
+			ee += b * b
+			pe += a * b
+		}
+	}
+	r.pp[row], r.ee[row], r.pe[row] = pp, ee, pe
 }
 
 // add adds block o's rows to the pair's: o starts in the pair's last row

@@ -3,8 +3,10 @@ package values
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -75,4 +77,56 @@ func TestRows(t *testing.T) {
 			t.Errorf("weights %v: rows %v", weights, r)
 		}
 	}
+}
+
+// TestRowLoop checks that rowSums.addValues's vector loop gives the Go
+// loop's sums, bit for bit: tensors of many column counts, a block that
+// starts in a row, added whole or in pieces that split rows, with the
+// values of sumsValue and weights that round the products (and one
+// infinite weight, whose NaN sums are the one NaN of either loop).
+func TestRowLoop(t *testing.T) {
+	for _, cols := range []uint64{1, 3, 4, 5, 8, 37, 64} {
+		for _, start := range []uint64{0, 2, cols + 1} {
+			for _, pieces := range []int{1, 3} {
+				n := 11*cols + 3
+				var got [2]*rowSums
+				for i, portable := range []bool{false, true} {
+					rng := rand.New(rand.NewPCG(cols, start)) // the same values for both loops
+					w := make([]float64, cols)
+					for j := range w {
+						w[j] = 1 + rng.Float64()
+					}
+					if cols > 4 {
+						w[3] = math.Inf(1)
+					}
+					pv, ev := make([]float64, n), make([]float64, n)
+					for j := range pv {
+						pv[j], ev[j] = sumsValue(rng), sumsValue(rng)
+					}
+					restore := UseKernels(portable)
+					r := newRowSums(start, n, cols)
+					for k := range uint64(pieces) {
+						lo, hi := n*k/uint64(pieces), n*(k+1)/uint64(pieces)
+						r.addValues(w, start+lo, cols, pv[lo:hi], ev[lo:hi])
+					}
+					restore()
+					got[i] = r
+				}
+				str := func(r *rowSums) string {
+					return fmt.Sprintf("%x %x %x", bitsOf(r.pp), bitsOf(r.ee), bitsOf(r.pe))
+				}
+				if a, b := str(got[0]), str(got[1]); a != b {
+					t.Errorf("cols %d, start %d, %d pieces:\nvector %s\nGo     %s", cols, start, pieces, a, b)
+				}
+			}
+		}
+	}
+}
+
+func bitsOf(v []float64) []uint64 {
+	b := make([]uint64, len(v))
+	for i, x := range v {
+		b[i] = math.Float64bits(x)
+	}
+	return b
 }

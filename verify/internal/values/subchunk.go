@@ -46,9 +46,10 @@ var codecLoops = true
 // subChunkSide is the codec side of a pair whose blocks may take the
 // sub-chunked path, or -1: one side plain BF16, F16 or F32, the other a
 // RangeDecoder whose tile columns divide its rows and the pieces, with no
-// steps but its own, and no column sums asked.
+// steps but its own. Column (and row) sums asked are added a piece at a
+// time too.
 func (p *Pair) subChunkSide() int {
-	if p.Columns || (p.Published.Codec == nil) == (p.Exported.Codec == nil) {
+	if (p.Published.Codec == nil) == (p.Exported.Codec == nil) {
 		return -1
 	}
 	side := 0
@@ -78,6 +79,7 @@ type subBuffers struct {
 	vector             vectorSteps
 	portable           oneSideSteps
 	fused              fusedSteps
+	cols               columnBuffers
 }
 
 // subResult is what the sub-chunked path found of a block.
@@ -90,7 +92,8 @@ type subResult struct {
 }
 
 // run compares a block of a pair whose codec side is side, a piece at a
-// time: pb and eb are the block's filled bytes.
+// time: pb and eb are the block's filled bytes. It records the block's
+// column sums where the pair asks for them (not in the fix-up pass: full).
 func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byte, full bool) (subResult, error) {
 	p := j.pair
 	o := [2]*Operand{&p.Published, &p.Exported}[side]
@@ -115,17 +118,19 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		loop = leanStepLoop(pd, ed)
 	}
 	// The codec loops measure the steps in the statistics' pass, where they
-	// exist (the exported side decoded) and the kernels read the plain side
-	// in place (it is aligned, and so is every piece); as the lean loop,
-	// they leave Σp² to the kernel.
+	// exist (either side decoded: a codec published takes the mirrored
+	// loops) and the kernels read the plain side in place (it is aligned,
+	// and so is every piece); as the lean loop, they leave Σp² to the
+	// kernel.
 	var gated, busy codecLoop
-	if res.hasSteps && side == 1 && codecLoops && leanSteps && aligned(raw[1-side], psz) {
-		gated, busy = codecStepLoops(pd, ed, p.Tolerance)
+	var mirror bool
+	if res.hasSteps && codecLoops && leanSteps && aligned(raw[1-side], psz) {
+		gated, busy, mirror = codecStepLoops(pd, ed, p.Tolerance)
 	}
 	if gated != nil {
 		loop, lean = leanStepLoop(pd, ed), true
 	}
-	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy}
+	sb.fused = fusedSteps{v: &sb.vector, gated: gated, busy: busy, mirror: mirror}
 	vector := loop != nil || gated != nil
 	if res.hasSteps {
 		if vector {
@@ -133,6 +138,10 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 		} else {
 			sb.portable.begin()
 		}
+	}
+	var cols *columnSums
+	if p.Columns && !full {
+		cols = p.blockColumns(j.start, j.n)
 	}
 	k.begin(pd, ed, j.start, j.n, p.Tolerance)
 	for lo := uint64(0); lo < j.n; lo += subChunkElems {
@@ -164,6 +173,9 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 			}
 			sb.portable.add(pv, ev, steps)
 		}
+		if cols != nil {
+			sb.cols.add(cols, p, j.start+lo, hi-lo, pd, ed, piece[0], piece[1])
+		}
 		res.exact = res.exact && exactBlock(pd, ed, piece[0], piece[1])
 		res.rounds = res.rounds && roundsTo(pd, piece[0], piece[1])
 		k.add(piece[0], piece[1])
@@ -171,6 +183,9 @@ func (sb *subBuffers) run(j *job, side int, k *kernel, dc *decoder, pb, eb []byt
 			k.steps = nil
 			sb.vector.done += len(steps)
 		}
+	}
+	if cols != nil {
+		p.recordColumns(j.block, cols)
 	}
 	res.part = k.end(true)
 	if res.hasSteps {

@@ -41,7 +41,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 			raw := int64(len(pb) + len(eb))
 			read.Add(raw)
 			pd, ed := p.Published.DType, p.Exported.DType
-			var exact bool
+			var exact, columns bool // columns: the block's column sums recorded
 			var part *partial
 			if p.codec {
 				// Equal encodings with equal bytes need no decoding; else
@@ -52,6 +52,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 					if err != nil {
 						return err
 					}
+					columns = true
 					if res.hasSteps {
 						p.recordSteps(j.block, res.steps)
 					}
@@ -79,7 +80,7 @@ func run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, workers, rea
 			} else {
 				exact = !full && p.fast && exactBlock(pd, ed, pb, eb)
 			}
-			if p.Columns && !full {
+			if p.Columns && !full && !columns {
 				colBufs[w].measure(j, pd, ed, pb, eb)
 			}
 			switch {
