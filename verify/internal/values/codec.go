@@ -137,15 +137,17 @@ func codecTileRows(p *Pair) uint64 {
 
 // maxStridedBlock bounds how many times blockElems a block of a codec
 // with strided parts may grow to (see codecBandRows).
-const maxStridedBlock = 4
+const maxStridedBlock = 16
 
 // codecBandRows widens a block of perRows rows for a codec side whose
 // parts are stored across the logical rows (GPTQ's qweight [in/8, out]:
 // rows [r0, r1) are a piece of every stored row): the reads coalesce
 // through the gaps, so a block reads the part's stored rows whole, and a
-// band of few rows reads the part many times over. perRows doubles, up to
-// maxStridedBlock·blockElems elements, while such a span's piece is below a
-// quarter of its stride.
+// band of fewer than all rows reads the part again for every band.
+// perRows doubles, up to maxStridedBlock·blockElems elements, while such a
+// span's piece is less than its stride: the matrices of most models are a
+// band each (every byte read once), and a larger one is read at most
+// rows/(its band) times.
 func codecBandRows(p *Pair, perRows, rows, cols uint64) uint64 {
 	limit := min(rows, max(perRows, maxStridedBlock*blockElems/max(cols, 1)))
 	for _, o := range [2]*Operand{&p.Published, &p.Exported} {
@@ -155,7 +157,7 @@ func codecBandRows(p *Pair, perRows, rows, cols uint64) uint64 {
 		d, _ := matrixDims(o.Shape)
 		for perRows < limit {
 			qs, err := o.Codec.Spans(d, 0, alignRows(perRows, max(o.Codec.Tile().Rows, 1), rows), nil)
-			if err != nil || !slices.ContainsFunc(qs, func(s quant.Span) bool { return s.Count > 1 && s.Len < s.Stride/4 }) {
+			if err != nil || !slices.ContainsFunc(qs, func(s quant.Span) bool { return s.Count > 1 && s.Len < s.Stride }) {
 				break
 			}
 			perRows = min(2*perRows, limit)
