@@ -1,0 +1,219 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "vector_amd64.h"
+
+// The GGML decoders: Q8_0 and Q4_K blocks.
+
+// func q8BlocksAVX2(dst, steps *float32, src *byte, f16 *[1 << 16]float32, n int)
+// n Q8_0 blocks of 34 bytes, each's scale d looked up in the F16 table,
+// four times eight codes a block: q·d; the step |d| + ((2|q|)·|d|)·2⁻¹¹,
+// each product rounded, as stepsQ8_0 adds them.
+TEXT ·q8BlocksAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ f16+24(FP), DX
+	MOVQ n+32(FP), R9
+	BCAST($0x7FFFFFFF, Y12)
+	BCAST($0x3A000000, Y13)
+	TESTQ R9, R9
+	JZ q8done
+	TESTQ R8, R8
+	JZ q8vals
+q8block:
+	MOVWLZX (SI), AX
+	VBROADCASTSS (DX)(AX*4), Y15
+	VANDPS Y12, Y15, Y14
+	VPMOVSXBD 2(SI), Y0
+	VPMOVSXBD 10(SI), Y1
+	VPMOVSXBD 18(SI), Y2
+	VPMOVSXBD 26(SI), Y3
+	VCVTDQ2PS Y0, Y4
+	VCVTDQ2PS Y1, Y5
+	VCVTDQ2PS Y2, Y6
+	VCVTDQ2PS Y3, Y7
+	VMULPS Y15, Y4, Y4
+	VMULPS Y15, Y5, Y5
+	VMULPS Y15, Y6, Y6
+	VMULPS Y15, Y7, Y7
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	VPABSD Y0, Y0
+	VPABSD Y1, Y1
+	VPABSD Y2, Y2
+	VPABSD Y3, Y3
+	VPADDD Y0, Y0, Y0
+	VPADDD Y1, Y1, Y1
+	VPADDD Y2, Y2, Y2
+	VPADDD Y3, Y3, Y3
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y14, Y0, Y0
+	VMULPS Y14, Y1, Y1
+	VMULPS Y14, Y2, Y2
+	VMULPS Y14, Y3, Y3
+	VMULPS Y13, Y0, Y0
+	VMULPS Y13, Y1, Y1
+	VMULPS Y13, Y2, Y2
+	VMULPS Y13, Y3, Y3
+	VADDPS Y0, Y14, Y0
+	VADDPS Y1, Y14, Y1
+	VADDPS Y2, Y14, Y2
+	VADDPS Y3, Y14, Y3
+	VMOVUPS Y0, 0(R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	ADDQ $128, R8
+	DECQ R9
+	JNZ q8block
+	VZEROUPPER
+	RET
+q8vals:
+	MOVWLZX (SI), AX
+	VBROADCASTSS (DX)(AX*4), Y15
+	VPMOVSXBD 2(SI), Y0
+	VPMOVSXBD 10(SI), Y1
+	VPMOVSXBD 18(SI), Y2
+	VPMOVSXBD 26(SI), Y3
+	VCVTDQ2PS Y0, Y4
+	VCVTDQ2PS Y1, Y5
+	VCVTDQ2PS Y2, Y6
+	VCVTDQ2PS Y3, Y7
+	VMULPS Y15, Y4, Y4
+	VMULPS Y15, Y5, Y5
+	VMULPS Y15, Y6, Y6
+	VMULPS Y15, Y7, Y7
+	VMOVUPS Y4, 0(DI)
+	VMOVUPS Y5, 32(DI)
+	VMOVUPS Y6, 64(DI)
+	VMOVUPS Y7, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ R9
+	JNZ q8vals
+	VZEROUPPER
+q8done:
+	RET
+
+// func q4kBlocksAVX2(y, steps *float32, src *byte, f16 *[1 << 16]float32, n int)
+// n Q4_K blocks of 144 bytes. A block's eight 6-bit scales and mins come
+// out of its 12 packed bytes as four words (get_scale_min_k4's bytes, a
+// word at a time), widen to lanes and take d and dmin: d·sc and dmin·m,
+// kept on the stack. Then four pairs of sub-blocks, eight code bytes at a
+// time: the low nibbles are the first sub-block's values, the high ones
+// the second's, (d·sc)·q − dmin·m each rounded; and each sub-block's step
+// |d·sc| + ((30·|d·sc|)·2⁻¹¹) (step(d·sc, 15)), broadcast into its 32
+// steps.
+TEXT ·q4kBlocksAVX2(SB), NOSPLIT, $96-40
+	MOVQ y+0(FP), DI
+	MOVQ steps+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ f16+24(FP), DX
+	MOVQ n+32(FP), R9
+	LEAQ 0(SP), R12
+	BCAST($0xF, Y14)
+	BCAST($0x7FFFFFFF, Y13)
+	BCAST($0x41F00000, Y12)
+	BCAST($0x3A000000, Y11)
+	TESTQ R9, R9
+	JZ q4kdone
+q4kblock:
+	MOVWLZX 0(SI), AX
+	VBROADCASTSS (DX)(AX*4), Y10
+	MOVWLZX 2(SI), AX
+	VBROADCASTSS (DX)(AX*4), Y9
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), CX
+	MOVL AX, R10
+	ANDL $0x3F3F3F3F, R10
+	MOVL CX, R11
+	ANDL $0x0F0F0F0F, R11
+	SHRL $2, AX
+	ANDL $0x30303030, AX
+	ORL AX, R11
+	SHLQ $32, R11
+	ORQ R11, R10
+	MOVL BX, R11
+	ANDL $0x3F3F3F3F, R11
+	SHRL $4, CX
+	ANDL $0x0F0F0F0F, CX
+	SHRL $2, BX
+	ANDL $0x30303030, BX
+	ORL BX, CX
+	SHLQ $32, CX
+	ORQ CX, R11
+	MOVQ R10, X0
+	VPMOVZXBD X0, Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS Y10, Y0, Y0
+	VMOVUPS Y0, 0(R12)
+	MOVQ R11, X1
+	VPMOVZXBD X1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS Y9, Y1, Y1
+	VMOVUPS Y1, 32(R12)
+	TESTQ R8, R8
+	JZ q4kcodes
+	VANDPS Y13, Y0, Y0
+	VMULPS Y12, Y0, Y2
+	VMULPS Y11, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VMOVUPS Y0, 64(R12)
+q4kcodes:
+	LEAQ 16(SI), R10
+	XORQ BX, BX
+q4kpair:
+	VBROADCASTSS 0(R12)(BX*1), Y5
+	VBROADCASTSS 32(R12)(BX*1), Y6
+	VBROADCASTSS 4(R12)(BX*1), Y7
+	VBROADCASTSS 36(R12)(BX*1), Y8
+	MOVQ $4, CX
+q4koct:
+	VPMOVZXBD (R10), Y1
+	VPAND Y14, Y1, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS Y5, Y2, Y2
+	VSUBPS Y6, Y2, Y2
+	VMOVUPS Y2, (DI)
+	VPSRLD $4, Y1, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS Y7, Y3, Y3
+	VSUBPS Y8, Y3, Y3
+	VMOVUPS Y3, 128(DI)
+	ADDQ $8, R10
+	ADDQ $32, DI
+	DECQ CX
+	JNZ q4koct
+	ADDQ $128, DI
+	TESTQ R8, R8
+	JZ q4knext
+	VBROADCASTSS 64(R12)(BX*1), Y4
+	VBROADCASTSS 68(R12)(BX*1), Y3
+	VMOVUPS Y4, 0(R8)
+	VMOVUPS Y4, 32(R8)
+	VMOVUPS Y4, 64(R8)
+	VMOVUPS Y4, 96(R8)
+	VMOVUPS Y3, 128(R8)
+	VMOVUPS Y3, 160(R8)
+	VMOVUPS Y3, 192(R8)
+	VMOVUPS Y3, 224(R8)
+	ADDQ $256, R8
+q4knext:
+	ADDQ $8, BX
+	CMPQ BX, $32
+	JNE q4kpair
+	ADDQ $144, SI
+	DECQ R9
+	JNZ q4kblock
+	VZEROUPPER
+q4kdone:
+	RET
