@@ -4,31 +4,18 @@ package quant
 
 import (
 	"math"
-	"sync"
+
+	"github.com/ckptcheck/ckptcheck/internal/cpufeature"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
-// The AVX2 loops of vector_amd64.s, for the decoders that dominate a value
-// comparison of a quantized export: they write the bits the Go loops
-// write. The CPU is asked once, at the first decode that could use them.
-var hasAVX2 = sync.OnceValue(func() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, c1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 { // XMM and YMM state enabled
-		return false
-	}
-	_, b7, _, _ := cpuid(7, 0)
-	return b7&(1<<5) != 0
-})
-
-func cpuid(leaf, sub uint32) (a, b, c, d uint32)
-
-func xgetbv() (lo uint32)
+// The AVX2 loops of vector_*_amd64.s, for the decoders that dominate a
+// value comparison of a quantized export: they write the bits the Go loops
+// write. internal/cpufeature asks the CPU once, at the first decode that
+// could use them.
+// A variable: tests turn the vector loops off to compare them with the Go ones.
+var hasAVX2 = func() bool { return cpufeature.X86().AVX2 }
 
 // e4m3ScaledAVX2 writes t[b]·s of n (a multiple of 8) E4M3 codes into
 // dst and, unless steps is nil, e4m3Steps[b]·|s| into steps; nan is the

@@ -3,7 +3,7 @@
 #include "textflag.h"
 #include "vector_amd64.h"
 
-// Widening to float64, and CPU feature detection; the decoders are in
+// Widening to float64; the decoders are in
 // vector_fp8_amd64.s, vector_ggml_amd64.s and vector_affine_amd64.s.
 
 // func widenBF16AVX2(dst *float64, src *byte, n int)
@@ -51,22 +51,4 @@ wfloop:
 	JNZ wfloop
 	VZEROUPPER
 wfdone:
-	RET
-
-// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
-TEXT ·cpuid(SB), NOSPLIT, $0-24
-	MOVL leaf+0(FP), AX
-	MOVL sub+4(FP), CX
-	CPUID
-	MOVL AX, a+8(FP)
-	MOVL BX, b+12(FP)
-	MOVL CX, c+16(FP)
-	MOVL DX, d+20(FP)
-	RET
-
-// func xgetbv() (lo uint32)
-TEXT ·xgetbv(SB), NOSPLIT, $0-4
-	MOVL $0, CX
-	XGETBV
-	MOVL AX, lo+0(FP)
 	RET

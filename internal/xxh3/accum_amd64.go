@@ -1,6 +1,10 @@
 package xxh3
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/ckptcheck/ckptcheck/internal/cpufeature"
+)
 
 // The accumulate kernels a CPU can run, best last.
 const (
@@ -23,25 +27,13 @@ func chosenKernel() int32 {
 	return k
 }
 
-// detectKernel reads CPUID and XCR0: AVX2 needs AVX2 (leaf 7, EBX bit 5),
-// AVX and OSXSAVE (leaf 1, ECX bits 28 and 27) and the OS saving the YMM
-// registers (XCR0 bits 1 and 2); AVX-512 needs AVX512F (leaf 7, EBX bit
-// 16) and the OS saving the opmask and ZMM registers too (XCR0 bits 5-7).
+// detectKernel picks the best kernel the CPU and OS support
+// (internal/cpufeature).
 func detectKernel() int32 {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return scalar
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	if ecx1&(1<<27) == 0 || ecx1&(1<<28) == 0 {
-		return scalar
-	}
-	xcr0 := xgetbv0()
-	_, ebx7, _, _ := cpuid(7, 0)
-	switch {
-	case ebx7&(1<<16) != 0 && xcr0&0xE6 == 0xE6:
+	switch f := cpufeature.X86(); {
+	case f.AVX512F:
 		return useAVX512
-	case ebx7&(1<<5) != 0 && xcr0&6 == 6:
+	case f.AVX2:
 		return useAVX2
 	}
 	return scalar
@@ -97,8 +89,3 @@ func accumulateBlocksAVX2(acc *[8]uint64, data *byte, secret *[192]byte, blocks 
 
 //go:noescape
 func accumulateBlocksAVX512(acc *[8]uint64, data *byte, secret *[192]byte, blocks int)
-
-//go:noescape
-func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
-
-func xgetbv0() uint32

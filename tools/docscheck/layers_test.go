@@ -13,8 +13,9 @@ import (
 // sideways within a layer"), by import path below the module. A package
 // may import one of a lower layer, or, within layer 2, the chain
 // checkpoint → checkpoint/remote → checkpoint/remote/s3 downward only.
-// internal/* production helpers are layer 0 (internal/filehash, which
-// hashes with internal/xxh3, just above it); test-support packages
+// internal/* production helpers are layer 0 (internal/xxh3, which asks
+// internal/cpufeature, just above it, and internal/filehash, which hashes
+// with internal/xxh3, above that); test-support packages
 // (internal/fixture, internal/quantfixture, internal/remotetest) are no
 // layer: no production
 // package may import them.
@@ -32,7 +33,8 @@ var layers = []struct {
 	{"safetensors", 1}, {"gguf", 1}, {"torchsave", 1}, {"quant", 1}, {"quant/quanttest", 1.5},
 	{"tensorfile", 0},
 	{"internal/strictjson", 0}, {"internal/textfmt", 0}, {"internal/wholefile", 0},
-	{"internal/filehash", 0.1}, {"internal/pickle", 0}, {"internal/miniyaml", 0}, {"internal/xxh3", 0},
+	{"internal/filehash", 0.1}, {"internal/pickle", 0}, {"internal/miniyaml", 0}, {"internal/xxh3", 0.05},
+	{"internal/cpufeature", 0},
 }
 
 const module = "github.com/ckptcheck/ckptcheck"

@@ -3,8 +3,6 @@
 package values
 
 import (
-	"sync"
-
 	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
@@ -171,13 +169,8 @@ func projectBF16x3(mb, bb []byte, probes, absProbes, scaledAbs [][]float64, h ha
 //go:noescape
 func projBF16x3AVX2(merged, base *byte, x0, x1, x2, ax0, ax1, ax2 *float64, n int, minField, precision uint64, out *[6]float64, counts *[8]uint64)
 
-// useFMA turns on projBF16x3FMA: AVX2 and FMA3 (CPUID.1:ECX bit 12).
-var useFMA = sync.OnceValue(func() bool { return cpuAVX2() && hasFMA() })
-
-func hasFMA() bool {
-	_, _, c, _ := cpuid(1, 0)
-	return c&(1<<12) != 0
-}
+// useFMA turns on projBF16x3FMA: AVX2 and FMA3.
+func useFMA() bool { return cpuFMA() }
 
 func allFinite(v []float64) bool {
 	for _, x := range v {

@@ -1,0 +1,5 @@
+//go:build !purego
+
+package cpufeature
+
+const purego = false
