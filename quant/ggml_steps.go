@@ -86,22 +86,11 @@ func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi 
 	if c.e == tensorfile.Q8_0 && q8Scaled(src, dst, steps) || c.e == tensorfile.Q4_K && q4kBlocks(src, dst, steps) {
 		return nil
 	}
-	for i := range blocks {
-		b, y := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en]
-		var st []float32
-		if steps != nil {
-			st = steps[i*en : (i+1)*en]
-		}
-		switch {
-		case c.e == tensorfile.Q4_K:
-			decodeStepsQ4K(b, y, st)
-		default:
-			decodeQ8_0(b, y)
-			if st != nil {
-				stepsQ8_0(b, st)
-			}
-		}
+	if c.e == tensorfile.Q8_0 {
+		q8Blocks(src, dst, steps)
+		return nil
 	}
+	q4kGo(src, dst, steps)
 	return nil
 }
 

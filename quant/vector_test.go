@@ -243,20 +243,32 @@ func TestInColumnOrder(t *testing.T) {
 	}
 }
 
-// TestFill16F16 checks the vector fill of a 4-bit group's tables against
-// the Go loops, bit for bit, on every F16 scale and zeros around the grid.
+// TestFill16F16 checks the fills of a 4-bit group's tables, with the
+// vector loops and with the Go ones, against the general loop (zeroScaleLUT
+// and affineStep), bit for bit, on every F16 scale and zeros around the
+// grid.
 func TestFill16F16(t *testing.T) {
 	for h := range 1 << 16 {
 		s := F16ToFloat32(uint16(h))
 		for _, z := range []int32{0, 1, 8, 9, 16, -3} {
-			var got, want affineLUTs
+			var want affineLUTs
+			zeroScaleLUT(want.vals[:16], z, s, tensorfile.F16)
+			for q, v := range want.vals[:16] {
+				want.steps[q] = affineStep(s, v, tensorfile.F16)
+			}
+			var got affineLUTs
 			got.fill(16, z, s, tensorfile.F16, true, true)
+			var goLoop affineLUTs
 			func() {
 				defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
 				hasAVX2 = func() bool { return false }
-				want.fill(16, z, s, tensorfile.F16, true, true)
+				goLoop.fill(16, z, s, tensorfile.F16, true, true)
 			}()
 			for q := range 16 {
+				if math.Float32bits(goLoop.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(goLoop.steps[q]) != math.Float32bits(want.steps[q]) {
+					t.Fatalf("Go loop: scale %#x, zero %d, code %d: %#x, step %#x; want %#x, %#x", h, z, q,
+						math.Float32bits(goLoop.vals[q]), math.Float32bits(goLoop.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
+				}
 				if math.Float32bits(got.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(got.steps[q]) != math.Float32bits(want.steps[q]) {
 					t.Fatalf("scale %#x, zero %d, code %d: %#x, step %#x; want %#x, %#x", h, z, q,
 						math.Float32bits(got.vals[q]), math.Float32bits(got.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
