@@ -41,14 +41,17 @@ func TestE4M3Scaled(t *testing.T) {
 			if err := c.DecodeRange(d, 0, 1, [][]byte{codes, scale}, lo, uint64(len(codes)), vals, steps); err != nil {
 				t.Fatal(err)
 			}
-			only := make([]float32, len(codes))
+			only, stepsOnly := make([]float32, len(codes)), make([]float32, len(codes))
 			if err := c.Decode(d, 0, 1, [][]byte{codes, scale}, only); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Steps(d, 0, 1, [][]byte{codes, scale}, stepsOnly); err != nil {
 				t.Fatal(err)
 			}
 			for i, b := range codes[lo:] {
 				want, wantStep := tab[b]*s, e4m3Steps[b]*absf(s)
 				if math.Float32bits(vals[i]) != math.Float32bits(want) || math.Float32bits(only[lo+uint64(i)]) != math.Float32bits(want) ||
-					math.Float32bits(steps[i]) != math.Float32bits(wantStep) {
+					math.Float32bits(steps[i]) != math.Float32bits(wantStep) || math.Float32bits(stepsOnly[lo+uint64(i)]) != math.Float32bits(wantStep) {
 					t.Fatalf("scale %g, code %#x at %d: value %#x (alone %#x), step %#x; want %#x, %#x", s, b, lo+uint64(i),
 						math.Float32bits(vals[i]), math.Float32bits(only[lo+uint64(i)]), math.Float32bits(steps[i]), math.Float32bits(want), math.Float32bits(wantStep))
 				}
