@@ -131,18 +131,22 @@ func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, val
 	}
 }
 
-// fill16F16Go is fill16F16's Go loop: roundF16's bits' way inline, false
-// (the tables half filled, for fill's general loop to overwrite) as soon
-// as a product rounds to no normal F16 or zero. The products are exact in
-// float32 (4-bit codes times a half), and 2·2⁻¹¹·|v| is too: no fusing of
-// the step's multiply-add changes a bit.
+// fill16F16Go is fill16F16's Go loop: roundF16's bits' way without its
+// test a code, false (the tables unfilled) unless every product rounds to
+// a normal F16 or zero the bits' way. The products (q − z)·s are monotonic
+// in q (and exact in float32 for small zeros), so those of codes 0 and 15
+// are the largest in magnitude, and a nonzero one is at least |s|.
+// 2·2⁻¹¹·|v| is exact: no fusing of the step's multiply-add changes a bit.
 func (l *affineLUTs) fill16F16Go(z int32, s float32, steps bool) bool {
+	const minNormal, maxRounded = 0x38800000, 0x477FF000 // 2^-14, 65520: as roundF16
+	as := math.Float32bits(s) & 0x7FFFFFFF
+	first, last := math.Float32bits(float32(-z)*s)&0x7FFFFFFF, math.Float32bits(float32(15-z)*s)&0x7FFFFFFF
+	if as != 0 && (as < minNormal || first >= maxRounded || last >= maxRounded) { // NaN and infinite scales among them
+		return false
+	}
 	vals := (*[16]float32)(l.vals[:16])
 	for q := range vals {
 		b := math.Float32bits(float32(int32(q)-z) * s)
-		if a := b & 0x7FFFFFFF; a != 0 && a-0x38800000 >= 0x477FF000-0x38800000 { // 2^-14, 65520: as roundF16
-			return false
-		}
 		b += 0xFFF + (b>>13)&1
 		vals[q] = math.Float32frombits(b &^ 0x1FFF)
 	}
@@ -176,12 +180,30 @@ func unpack4Words(vals, steps []float32, at uint64, qw []byte, stride, n uint64,
 		for k := range n {
 			w := binary.LittleEndian.Uint32(qw[k*stride:])
 			o, t := (*[8]float32)(v[8*k:]), (*[8]float32)(s[8*k:])
-			q0, q1, q2, q3 := w&0xF, w>>4&0xF, w>>8&0xF, w>>12&0xF
-			o[0], o[1], o[2], o[3] = lv[q0], lv[q1], lv[q2], lv[q3]
-			t[0], t[1], t[2], t[3] = ls[q0], ls[q1], ls[q2], ls[q3]
-			q4, q5, q6, q7 := w>>16&0xF, w>>20&0xF, w>>24&0xF, w>>28
-			o[4], o[5], o[6], o[7] = lv[q4], lv[q5], lv[q6], lv[q7]
-			t[4], t[5], t[6], t[7] = ls[q4], ls[q5], ls[q6], ls[q7]
+			q := w & 0xF
+			o[0] = lv[q]
+			t[0] = ls[q]
+			q = w >> 4 & 0xF
+			o[1] = lv[q]
+			t[1] = ls[q]
+			q = w >> 8 & 0xF
+			o[2] = lv[q]
+			t[2] = ls[q]
+			q = w >> 12 & 0xF
+			o[3] = lv[q]
+			t[3] = ls[q]
+			q = w >> 16 & 0xF
+			o[4] = lv[q]
+			t[4] = ls[q]
+			q = w >> 20 & 0xF
+			o[5] = lv[q]
+			t[5] = ls[q]
+			q = w >> 24 & 0xF
+			o[6] = lv[q]
+			t[6] = ls[q]
+			q = w >> 28
+			o[7] = lv[q]
+			t[7] = ls[q]
 		}
 	}
 }
