@@ -121,6 +121,10 @@ func BenchmarkDecodeRange(b *testing.B) {
 		mk(quant.NewGPTQ(quant.GPTQConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.F16, ZeroOffset: 1, GIdx: true})),
 		mk(ggml(tensorfile.Q8_0)),
 		mk(ggml(tensorfile.Q4_K)),
+		mk(ggml(tensorfile.Q4_0)),
+		mk(ggml(tensorfile.Q5_K)),
+		mk(ggml(tensorfile.Q6_K)),
+		mk(ggml(tensorfile.MXFP4)),
 	}
 	awq, _ := quant.NewAWQ(128, tensorfile.F16)
 	pack, _ := quant.NewPackQuantized(quant.PackQuantizedConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.BF16})

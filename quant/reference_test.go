@@ -165,3 +165,138 @@ func TestGPTQReference(t *testing.T) {
 		}
 	}
 }
+
+// The GGML decoders as they were before the fused loops (each checked
+// against ggml's own vectors in TestGGMLCodecs): the values' references.
+
+func refDecodeQ4_0(b []byte, y []float32) {
+	d := f16At(b)
+	for j, q := range b[2:18] {
+		y[j] = float32(int(q&0xF)-8) * d
+		y[j+16] = float32(int(q>>4)-8) * d
+	}
+}
+
+func refDecodeQ4_1(b []byte, y []float32) {
+	d, m := f16At(b), f16At(b[2:])
+	for j, q := range b[4:20] {
+		y[j] = float32(float32(q&0xF)*d) + m
+		y[j+16] = float32(float32(q>>4)*d) + m
+	}
+}
+
+func refDecodeMXFP4(b []byte, y []float32) {
+	d := e8m0Half(b[0])
+	for j, q := range b[1:17] {
+		y[j] = float32(kvaluesMXFP4[q&0xF]) * d
+		y[j+16] = float32(kvaluesMXFP4[q>>4]) * d
+	}
+}
+
+func refDecodeQ5K(b []byte, y []float32) {
+	d, dmin := f16At(b), f16At(b[2:])
+	scales, qh, qs := b[4:16], b[16:48], b[48:176]
+	k := 0
+	u1, u2 := byte(1), byte(2)
+	for j := 0; j < 8; j += 2 {
+		sc1, m1 := scaleMinK4(j, scales)
+		sc2, m2 := scaleMinK4(j+1, scales)
+		d1, min1 := d*float32(sc1), dmin*float32(m1)
+		d2, min2 := d*float32(sc2), dmin*float32(m2)
+		ql := qs[16*j : 16*j+32]
+		for l, v := range ql {
+			q := v & 0xF
+			if qh[l]&u1 != 0 {
+				q += 16
+			}
+			y[k] = float32(d1*float32(q)) - min1
+			k++
+		}
+		for l, v := range ql {
+			q := v >> 4
+			if qh[l]&u2 != 0 {
+				q += 16
+			}
+			y[k] = float32(d2*float32(q)) - min2
+			k++
+		}
+		u1, u2 = u1<<2, u2<<2
+	}
+}
+
+func refDecodeQ6K(b []byte, y []float32) {
+	d := f16At(b[208:])
+	for n := range 2 {
+		ql, qh, sc := b[64*n:64*n+64], b[128+32*n:128+32*n+32], b[192+8*n:192+8*n+8]
+		out := y[128*n : 128*n+128]
+		for l := range 32 {
+			is := l / 16
+			q1 := int(ql[l]&0xF|((qh[l]>>0)&3)<<4) - 32
+			q2 := int(ql[l+32]&0xF|((qh[l]>>2)&3)<<4) - 32
+			q3 := int(ql[l]>>4|((qh[l]>>4)&3)<<4) - 32
+			q4 := int(ql[l+32]>>4|((qh[l]>>6)&3)<<4) - 32
+			out[l] = float32(d*float32(int8(sc[is]))) * float32(q1)
+			out[l+32] = float32(d*float32(int8(sc[is+2]))) * float32(q2)
+			out[l+64] = float32(d*float32(int8(sc[is+4]))) * float32(q3)
+			out[l+96] = float32(d*float32(int8(sc[is+6]))) * float32(q4)
+		}
+	}
+}
+
+// TestGGMLFused checks each GGML type's DecodeRange, values and steps,
+// and Decode against the reference decoders and the per-block step
+// functions (Steps), bit for bit, on random blocks whose halves take every
+// pattern (NaN, infinite and subnormal scales among them).
+func TestGGMLFused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	refs := map[tensorfile.Encoding]ggmlBlock{
+		tensorfile.Q4_0: refDecodeQ4_0, tensorfile.Q4_1: refDecodeQ4_1, tensorfile.MXFP4: refDecodeMXFP4,
+		tensorfile.Q5_K: refDecodeQ5K, tensorfile.Q6_K: refDecodeQ6K,
+		tensorfile.Q8_0: nil, tensorfile.Q4_K: nil, tensorfile.Q5_0: nil, tensorfile.Q5_1: nil, tensorfile.Q2_K: nil, tensorfile.Q3_K: nil,
+	}
+	for e, ref := range refs {
+		c, _ := GGML(e)
+		s := c.(*ggmlStepped)
+		if ref == nil {
+			ref = s.decode
+		}
+		blk := e.Block()
+		const blocks = 1 << 16 // a block for every half
+		data := make([]byte, blocks*blk.Bytes)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for i := range uint64(blocks) {
+			b := data[i*blk.Bytes : (i+1)*blk.Bytes]
+			for _, at := range ggmlHalves[e] {
+				binary.LittleEndian.PutUint16(b[at:], uint16(i+uint64(at)*977))
+			}
+		}
+		n := uint64(blocks) * blk.Elements
+		wantV, wantS := make([]float32, n), make([]float32, n)
+		for i := range uint64(blocks) {
+			ref(data[i*blk.Bytes:(i+1)*blk.Bytes], wantV[i*blk.Elements:(i+1)*blk.Elements])
+			s.steps(data[i*blk.Bytes:(i+1)*blk.Bytes], wantS[i*blk.Elements:(i+1)*blk.Elements])
+		}
+		d := Dims{Rows: 16, Cols: n / 16}
+		withVector(func(vector bool) {
+			v, st := make([]float32, n), make([]float32, n)
+			if err := c.Decode(d, 0, d.Rows, [][]byte{data}, v); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, fmt.Sprintf("%s Decode, vector %v", e, vector), v, wantV)
+			if err := s.DecodeRange(d, 0, d.Rows, [][]byte{data}, 0, n, v, st); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, fmt.Sprintf("%s values, vector %v", e, vector), v, wantV)
+			sameBits(t, fmt.Sprintf("%s steps, vector %v", e, vector), st, wantS)
+		})
+	}
+}
+
+// ggmlHalves are the offsets of the halves in each GGML block (MXFP4's
+// scale is a byte: none).
+var ggmlHalves = map[tensorfile.Encoding][]int{
+	tensorfile.Q4_0: {0}, tensorfile.Q4_1: {0, 2}, tensorfile.Q5_0: {0}, tensorfile.Q5_1: {0, 2}, tensorfile.Q8_0: {0},
+	tensorfile.Q2_K: {80, 82}, tensorfile.Q3_K: {108}, tensorfile.Q4_K: {0, 2}, tensorfile.Q5_K: {0, 2}, tensorfile.Q6_K: {208},
+}
