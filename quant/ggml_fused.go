@@ -33,21 +33,23 @@ func blockAt(src []byte, ys, sts []float32, i, bn, en int) (b []byte, y, st []fl
 	return src[bn*i : bn*(i+1)], ys[en*i : en*(i+1)], st
 }
 
-// nibbleBlock writes the 32 codes of qs, the low nibbles first, through
-// the block's tables by code into y and, unless st is nil, st.
-func nibbleBlock(qs *[16]byte, y, st []float32, lv, ls *[16]float32) {
-	out := (*[32]float32)(y)
+// nibbleLookup writes t[q] of the 32 codes q of qs, the low nibbles
+// first, into out.
+func nibbleLookup(qs *[16]byte, out []float32, t *[16]float32) {
+	o := (*[32]float32)(out)
 	for j := 0; j < 16; j += 4 {
-		out[j], out[j+1], out[j+2], out[j+3] = lv[qs[j]&0xF], lv[qs[j+1]&0xF], lv[qs[j+2]&0xF], lv[qs[j+3]&0xF]
-		out[j+16], out[j+17], out[j+18], out[j+19] = lv[qs[j]>>4], lv[qs[j+1]>>4], lv[qs[j+2]>>4], lv[qs[j+3]>>4]
+		o[j], o[j+1], o[j+2], o[j+3] = t[qs[j]&0xF], t[qs[j+1]&0xF], t[qs[j+2]&0xF], t[qs[j+3]&0xF]
+		o[j+16], o[j+17], o[j+18], o[j+19] = t[qs[j]>>4], t[qs[j+1]>>4], t[qs[j+2]>>4], t[qs[j+3]>>4]
 	}
-	if st == nil {
-		return
-	}
-	so := (*[32]float32)(st)
+}
+
+// nibbleMul writes t[q]·s of the 32 codes q of qs, the low nibbles first,
+// into out: a block whose table would cost as much to fill as to use.
+func nibbleMul(qs *[16]byte, out []float32, t *[16]float32, s float32) {
+	o := (*[32]float32)(out)
 	for j := 0; j < 16; j += 4 {
-		so[j], so[j+1], so[j+2], so[j+3] = ls[qs[j]&0xF], ls[qs[j+1]&0xF], ls[qs[j+2]&0xF], ls[qs[j+3]&0xF]
-		so[j+16], so[j+17], so[j+18], so[j+19] = ls[qs[j]>>4], ls[qs[j+1]>>4], ls[qs[j+2]>>4], ls[qs[j+3]>>4]
+		o[j], o[j+1], o[j+2], o[j+3] = t[qs[j]&0xF]*s, t[qs[j+1]&0xF]*s, t[qs[j+2]&0xF]*s, t[qs[j+3]&0xF]*s
+		o[j+16], o[j+17], o[j+18], o[j+19] = t[qs[j]>>4]*s, t[qs[j+1]>>4]*s, t[qs[j+2]>>4]*s, t[qs[j+3]>>4]*s
 	}
 }
 

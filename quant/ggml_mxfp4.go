@@ -12,6 +12,13 @@ var _ = registerGGML(tensorfile.MXFP4, decodeGGMLMXFP4)
 // the halved scale undoes.
 var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 
+// kvaluesMXFP4Float is kvaluesMXFP4 as float32, mxfp4Steps16 the step of
+// each code (mxfp4Steps of its magnitude).
+var (
+	kvaluesMXFP4Float = [16]float32{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+	mxfp4Steps16      = [16]float32{1, 1, 1, 1, 2, 2, 4, 8, 1, 1, 1, 1, 2, 2, 4, 8}
+)
+
 // decodeGGMLMXFP4 is dequantize_row_mxfp4: block_mxfp4 {uint8 e; uint8
 // qs[16]}, low nibbles the first 16 values, kvalue·d with d =
 // GGML_E8M0_TO_FP32_HALF(e).
@@ -23,12 +30,11 @@ func fusedMXFP4(src []byte, ys, sts []float32) {
 		b, y, st := blockAt(src, ys, sts, i, 17, 32)
 		blk := (*[17]byte)(b)
 		d := e8m0Half(blk[0])
-		var lv, ls [16]float32
-		for n := range lv {
-			lv[n] = float32(kvaluesMXFP4[n]) * d
-			ls[n] = mxfp4Steps[n&7] * d
+		qs := (*[16]byte)(blk[1:])
+		nibbleMul(qs, y, &kvaluesMXFP4Float, d)
+		if st != nil {
+			nibbleMul(qs, st, &mxfp4Steps16, d)
 		}
-		nibbleBlock((*[16]byte)(blk[1:]), y, st, &lv, &ls)
 	}
 }
 

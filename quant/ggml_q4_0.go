@@ -19,18 +19,17 @@ func fusedQ4_0(src []byte, ys, sts []float32) {
 		b, y, st := blockAt(src, ys, sts, i, 18, 32)
 		blk := (*[18]byte)(b)
 		d := f16[binary.LittleEndian.Uint16(blk[:])]
-		var lv, ls [16]float32
-		for n, q := range &q4_0Codes {
-			lv[n] = q * d
-		}
+		qs := (*[16]byte)(blk[2:])
+		nibbleMul(qs, y, &q4_0Codes, d)
 		if st != nil {
+			var ls [16]float32
 			ad, adh := halfSteps(d)
 			for n, t := range &q4_0Twice {
 				ls[n] = ad + t*adh
 			}
 			ls[15] *= 2 // the clamped top code
+			nibbleLookup(qs, st, &ls)
 		}
-		nibbleBlock((*[16]byte)(blk[2:]), y, st, &lv, &ls)
 	}
 }
 

@@ -30,6 +30,9 @@ func fusedQ4_1(src []byte, ys, sts []float32) {
 				ls[n] = float32(ad+2*q*adh) + mu
 			}
 		}
-		nibbleBlock((*[16]byte)(blk[4:]), y, st, &lv, &ls)
+		nibbleLookup((*[16]byte)(blk[4:]), y, &lv)
+		if st != nil {
+			nibbleLookup((*[16]byte)(blk[4:]), st, &ls)
+		}
 	}
 }
