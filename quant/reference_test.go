@@ -108,6 +108,77 @@ func TestQ4KReference(t *testing.T) {
 	})
 }
 
+// checkReference checks c's Decode, Steps and DecodeRange (in pieces of
+// several sizes), with the vector loops and without, against ref, which
+// returns the value and step of element [o, col], bit for bit.
+func checkReference(t *testing.T, c rangeCodec, d Dims, parts [][]byte, ref func(o, col uint64) (v, s float32)) {
+	t.Helper()
+	n := d.Rows * d.Cols
+	wantV, wantS := make([]float32, n), make([]float32, n)
+	for o := range d.Rows {
+		for col := range d.Cols {
+			wantV[o*d.Cols+col], wantS[o*d.Cols+col] = ref(o, col)
+		}
+	}
+	withVector(func(vector bool) {
+		v, s := make([]float32, n), make([]float32, n)
+		if err := c.Decode(d, 0, d.Rows, parts, v); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, fmt.Sprintf("%s: Decode, vector %v", c, vector), v, wantV)
+		if err := c.Steps(d, 0, d.Rows, parts, s); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, fmt.Sprintf("%s: Steps, vector %v", c, vector), s, wantS)
+		tc := c.Tile().Cols
+		for _, piece := range []uint64{5 * tc, d.Cols + tc, n} {
+			for lo := uint64(0); lo < n; lo += piece {
+				hi := min(lo+piece, n)
+				if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, v[:hi-lo], s[:hi-lo]); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, fmt.Sprintf("%s: values [%d, %d), vector %v", c, lo, hi, vector), v[:hi-lo], wantV[lo:hi])
+				sameBits(t, fmt.Sprintf("%s: steps [%d, %d), vector %v", c, lo, hi, vector), s[:hi-lo], wantS[lo:hi])
+				if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, v[:hi-lo], nil); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, fmt.Sprintf("%s: values alone [%d, %d), vector %v", c, lo, hi, vector), v[:hi-lo], wantV[lo:hi])
+			}
+		}
+	})
+}
+
+// refAWQ is element [o, col] of a whole AWQ weight of d and its step.
+func refAWQ(c *AWQ, d Dims, parts [][]byte, o, col uint64) (v, s float32) {
+	g, nw, shift := col/c.group, d.Rows/8, 4*awqNibble[o%8]
+	q := int32(word(parts[0], col*nw+o/8) >> shift & 0xF)
+	z := int32(word(parts[2], g*nw+o/8) >> shift & 0xF)
+	sd := c.parts[1].DType
+	sc := floatAt(sd, parts[1], g*d.Rows+o)
+	v = roundTo(sd, float32(q-z)*sc)
+	return v, affineStep(sc, v, sd)
+}
+
+// TestAWQReference checks AWQ against refAWQ (checkReference) for groups
+// of whole and partial octets of columns, every scale dtype, normal and
+// any scales.
+func TestAWQReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	for _, group := range []uint64{8, 12, 32, 128} {
+		for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
+			c, err := NewAWQ(group, sd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Dims{Rows: 32, Cols: 4 * group}
+			for _, wild := range []bool{false, true} {
+				parts := randomParts(t, c, d, rng, wild, group)
+				checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refAWQ(c, d, parts, o, col) })
+			}
+		}
+	}
+}
+
 // TestGPTQReference checks GPTQ's Decode, Steps and DecodeRange against
 // refGPTQ for every width, group, scale dtype and g_idx, normal and any
 // scales (NaN, infinite, subnormal, ones whose products overflow F16).
@@ -130,35 +201,7 @@ func TestGPTQReference(t *testing.T) {
 								binary.LittleEndian.PutUint32(parts[3][4*col:], uint32(col/g.group))
 							}
 						}
-						n := d.Rows * d.Cols
-						wantV, wantS := make([]float32, n), make([]float32, n)
-						for o := range d.Rows {
-							for col := range d.Cols {
-								wantV[o*d.Cols+col], wantS[o*d.Cols+col] = refGPTQ(c, d, parts, g.group, o, col)
-							}
-						}
-						what := fmt.Sprintf("%s %s g_idx %v wild %v", c, sd, gidx, wild)
-						withVector(func(vector bool) {
-							v, s := make([]float32, n), make([]float32, n)
-							if err := c.Decode(d, 0, d.Rows, parts, v); err != nil {
-								t.Fatal(err)
-							}
-							sameBits(t, fmt.Sprintf("%s: Decode, vector %v", what, vector), v, wantV)
-							if err := c.Steps(d, 0, d.Rows, parts, s); err != nil {
-								t.Fatal(err)
-							}
-							sameBits(t, fmt.Sprintf("%s: Steps, vector %v", what, vector), s, wantS)
-							for _, piece := range []uint64{5 * c.pack, d.Cols + c.pack, n} {
-								for lo := uint64(0); lo < n; lo += piece {
-									hi := min(lo+piece, n)
-									if err := c.DecodeRange(d, 0, d.Rows, parts, lo, hi, v[:hi-lo], s[:hi-lo]); err != nil {
-										t.Fatal(err)
-									}
-									sameBits(t, fmt.Sprintf("%s: values [%d, %d), vector %v", what, lo, hi, vector), v[:hi-lo], wantV[lo:hi])
-									sameBits(t, fmt.Sprintf("%s: steps [%d, %d), vector %v", what, lo, hi, vector), s[:hi-lo], wantS[lo:hi])
-								}
-							}
-						})
+						checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refGPTQ(c, d, parts, g.group, o, col) })
 					}
 				}
 			}
