@@ -159,54 +159,39 @@ func refAWQ(c *AWQ, d Dims, parts [][]byte, o, col uint64) (v, s float32) {
 	return v, affineStep(sc, v, sd)
 }
 
-// TestAWQReference checks AWQ against refAWQ (checkReference) for groups
-// of whole and partial octets of columns, every scale dtype, normal and
-// any scales.
-func TestAWQReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(37, 38))
-	for _, group := range []uint64{8, 12, 32, 128} {
-		for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16, tensorfile.F32} {
-			c, err := NewAWQ(group, sd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := Dims{Rows: 32, Cols: 4 * group}
-			for _, wild := range []bool{false, true} {
-				parts := randomParts(t, c, d, rng, wild, group)
-				checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refAWQ(c, d, parts, o, col) })
-			}
-		}
-	}
+// refMLX is element [o, col] of a whole MLX affine weight of d and its
+// step: mlx's dequantize, scale·q + bias, each step rounded to the scales'
+// dtype.
+func refMLX(c *MLXAffine, d Dims, parts [][]byte, o, col uint64) (v, s float32) {
+	t := c.parts[1].DType
+	k, i := o*(d.Cols/c.group)+col/c.group, col%c.group
+	q := word(parts[0], k*(c.group/c.pack)+i/c.pack) >> (i % c.pack * c.bits) & (1<<c.bits - 1)
+	sc, b := floatAt(t, parts[1], k), floatAt(t, parts[2], k)
+	p := roundTo(t, float32(float32(q)*sc))
+	v = roundTo(t, p+b)
+	return v, affineStep(sc, p, t) + 2*unitRoundoff(t)*absf(v)
 }
 
-// TestGPTQReference checks GPTQ's Decode, Steps and DecodeRange against
-// refGPTQ for every width, group, scale dtype and g_idx, normal and any
-// scales (NaN, infinite, subnormal, ones whose products overflow F16).
-func TestGPTQReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(33, 34))
-	for _, bits := range []uint64{2, 4, 8} {
-		for _, group := range []uint64{0, 32, 128} {
-			for _, sd := range []tensorfile.DType{tensorfile.F16, tensorfile.BF16} {
-				for _, gidx := range []bool{false, true} {
-					c, err := NewGPTQ(GPTQConfig{Bits: bits, GroupSize: group, Scale: sd, ZeroOffset: 1, GIdx: gidx})
-					if err != nil {
-						t.Fatal(err)
-					}
-					d := Dims{Rows: 32, Cols: 512}
-					g, _ := c.geometry(d)
-					for _, wild := range []bool{false, true} {
-						parts := randomParts(t, c, d, rng, wild, g.group)
-						if gidx && !wild {
-							for col := range d.Cols {
-								binary.LittleEndian.PutUint32(parts[3][4*col:], uint32(col/g.group))
-							}
-						}
-						checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refGPTQ(c, d, parts, g.group, o, col) })
-					}
-				}
-			}
+// refPack is element [r, col] of a whole pack-quantized weight of d and
+// its step.
+func refPack(c *PackQuantized, d Dims, parts [][]byte, r, col uint64) (v, s float32) {
+	g, _ := c.geometry(d)
+	mask := uint32(1)<<c.bits - 1
+	gi := col / g.group
+	if c.gidx {
+		if x := int32(word(parts[len(parts)-1], col)); x >= 0 {
+			gi = uint64(x)
 		}
 	}
+	q := int32(word(parts[0], r*g.words+col/c.pack) >> (col % c.pack * c.bits) & mask)
+	z := int32(1) << (c.bits - 1)
+	if c.asym {
+		z = int32(word(parts[2], r/c.pack*g.groups+gi) >> (r % c.pack * c.bits) & mask)
+	}
+	sd := c.parts[1].DType
+	sc := floatAt(sd, parts[1], r*g.groups+gi)
+	v = roundTo(sd, float32(q-z)*sc)
+	return v, affineStep(sc, v, sd)
 }
 
 // The GGML decoders as they were before the fused loops (each checked

@@ -495,8 +495,9 @@ func randomParts(t *testing.T, c Codec, d Dims, rng *rand.Rand, wild bool, group
 	return parts
 }
 
-// TestPackQuantizedRanges checks pack-quantized's ranges (checkRanges) for
-// every width, group, symmetry, g_idx and scale dtype.
+// TestPackQuantizedRanges checks pack-quantized's ranges (checkRanges),
+// and all of it against refPack (checkReference), for every width, group,
+// symmetry, g_idx and scale dtype.
 func TestPackQuantizedRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -517,6 +518,7 @@ func TestPackQuantizedRanges(t *testing.T) {
 								}
 							}
 							checkRanges(t, c, d, parts)
+							checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refPack(c, d, parts, o, col) })
 						}
 					}
 				}
@@ -525,8 +527,9 @@ func TestPackQuantizedRanges(t *testing.T) {
 	}
 }
 
-// TestGPTQRanges checks GPTQ's ranges (checkRanges) for every width,
-// group, scale dtype and g_idx, normal and odd scales.
+// TestGPTQRanges checks GPTQ's ranges (checkRanges), and all of it against
+// refGPTQ (checkReference), for every width, group, scale dtype and g_idx,
+// normal and odd scales.
 func TestGPTQRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -547,6 +550,7 @@ func TestGPTQRanges(t *testing.T) {
 							}
 						}
 						checkRanges(t, c, d, parts)
+						checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refGPTQ(c, d, parts, g.group, o, col) })
 					}
 				}
 			}
@@ -554,8 +558,9 @@ func TestGPTQRanges(t *testing.T) {
 	}
 }
 
-// TestAWQRanges checks AWQ's ranges (checkRanges) for groups of whole
-// and partial octets of columns, every scale dtype, normal and odd scales.
+// TestAWQRanges checks AWQ's ranges (checkRanges), and all of it against
+// refAWQ (checkReference), for groups of whole and partial octets of
+// columns, every scale dtype, normal and odd scales.
 func TestAWQRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, group := range []uint64{8, 12, 32, 128} {
@@ -566,15 +571,18 @@ func TestAWQRanges(t *testing.T) {
 			}
 			for _, d := range []Dims{{Rows: 24, Cols: 2 * group}, {Rows: 16, Cols: 256 / group * group}} {
 				for _, wild := range []bool{false, true} {
-					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+					parts := randomParts(t, c, d, rng, wild, group)
+					checkRanges(t, c, d, parts)
+					checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refAWQ(c, d, parts, o, col) })
 				}
 			}
 		}
 	}
 }
 
-// TestMLXRanges checks MLX affine's ranges (checkRanges) for every width,
-// dtype and group, normal and odd scales and biases.
+// TestMLXRanges checks MLX affine's ranges (checkRanges), and all of it
+// against refMLX (checkReference), for every width, dtype and group,
+// normal and odd scales and biases.
 func TestMLXRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -586,7 +594,9 @@ func TestMLXRanges(t *testing.T) {
 				}
 				d := Dims{Rows: 12, Cols: 4 * group}
 				for _, wild := range []bool{false, true} {
-					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+					parts := randomParts(t, c, d, rng, wild, group)
+					checkRanges(t, c, d, parts)
+					checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refMLX(c, d, parts, o, col) })
 				}
 			}
 		}
