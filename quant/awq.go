@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
@@ -157,16 +158,48 @@ func (c *AWQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, 
 			at := 8*w*d.Cols + g*c.group - lo // where the group's first value of the word's first row goes
 			col := g * c.group
 			col += awqRows8(vals, steps, at, d.Cols, qw[4*(col*nw+w):], 4*nw, c.group, &luts, &in)
-			for ; col < (g+1)*c.group; col++ {
-				v := word(qw, col*nw+w)
+			if n := (g+1)*c.group - col; n > 0 {
 				for j := range uint64(8) {
 					if in[j] {
 						// Row j's code is at nibble awqNibble[j] = [0, 4, 1, 5, 2, 6, 3, 7][j].
-						luts[j].one(vals, steps, at+j*d.Cols+col-g*c.group, v>>(4*awqNibble[j])&0xF)
+						o := at + j*d.Cols + col - g*c.group
+						var vs, ss []float32
+						if vals != nil {
+							vs = vals[o : o+n]
+						}
+						if steps != nil {
+							ss = steps[o : o+n]
+						}
+						awqRow(vs, ss, qw[4*(col*nw+w):], 4*nw, n, uint32(4*awqNibble[j]), &luts[j])
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// awqRow writes row's codes at bit shift of n words, stride bytes apart
+// from qw, through the row's tables into vals and steps (n each, unless
+// nil): one row of an AWQ group, the words read again for each row (they
+// stay in the cache) so that the stores run along the row.
+func awqRow(vals, steps []float32, qw []byte, stride, n uint64, shift uint32, l *affineLUTs) {
+	qw = qw[:(n-1)*stride+4]
+	lv, ls := &l.vals, &l.steps
+	switch {
+	case steps == nil:
+		for k := range vals {
+			vals[k] = lv[binary.LittleEndian.Uint32(qw[uint64(k)*stride:])>>shift&0xF]
+		}
+	case vals == nil:
+		for k := range steps {
+			steps[k] = ls[binary.LittleEndian.Uint32(qw[uint64(k)*stride:])>>shift&0xF]
+		}
+	default:
+		steps = steps[:len(vals)]
+		for k := range vals {
+			q := binary.LittleEndian.Uint32(qw[uint64(k)*stride:]) >> shift & 0xF
+			vals[k], steps[k] = lv[q], ls[q]
+		}
+	}
 }

@@ -121,6 +121,10 @@ func BenchmarkDecodeRange(b *testing.B) {
 		mk(quant.NewGPTQ(quant.GPTQConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.F16, ZeroOffset: 1, GIdx: true})),
 		mk(ggml(tensorfile.Q8_0)),
 		mk(ggml(tensorfile.Q4_K)),
+		mk(ggml(tensorfile.Q4_0)),
+		mk(ggml(tensorfile.Q5_K)),
+		mk(ggml(tensorfile.Q6_K)),
+		mk(ggml(tensorfile.MXFP4)),
 	}
 	awq, _ := quant.NewAWQ(128, tensorfile.F16)
 	pack, _ := quant.NewPackQuantized(quant.PackQuantizedConfig{Bits: 4, GroupSize: 128, Scale: tensorfile.BF16})
@@ -168,6 +172,11 @@ func benchRanges(b *testing.B, c quant.Codec, d quant.Dims, step uint64, rng *ra
 		if p := c.Parts()[i]; p.Role == quant.Scale && p.DType == tensorfile.F16 {
 			for j := 0; j+2 <= len(parts[i]); j += 2 { // normal scales of 2^-10 to 2^-6, as exports have
 				binary.LittleEndian.PutUint16(parts[i][j:], uint16(0x1400+rng.UintN(0x1000)))
+			}
+		}
+		if p := c.Parts()[i]; p.Role == quant.Scale && p.DType == tensorfile.F32 {
+			for j := 0; j+4 <= len(parts[i]); j += 4 { // normal scales of 2^-14 to 2^-6: random bits would make subnormal products, which no export has and which cost the CPU many cycles each
+				binary.LittleEndian.PutUint32(parts[i][j:], 0x38800000+rng.Uint32N(0x4000000))
 			}
 		}
 		if c.Parts()[i].Role == quant.Index {

@@ -93,7 +93,6 @@ func (c *BlockFP8) decode(d Dims, r0, r1 uint64, parts [][]byte, dst, steps []fl
 // decodeRange is decode of values [lo, hi) of the rows, into dst and steps
 // from their first.
 func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
-	e4m3Steps := e4m3StepsTable()
 	var buf [2]Span
 	spans, err := c.Spans(d, r0, r1, buf[:0])
 	if err != nil {
@@ -108,7 +107,7 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 	if lo == hi {
 		return nil
 	}
-	t := f8Tables()[tensorfile.F8_E4M3]
+	t, e4m3Steps := f8Tables()[tensorfile.F8_E4M3], e4m3StepsTable()
 	sc := ceilDiv(d.Cols, c.cols)
 	data, scales := parts[0], parts[1]
 	b0 := r0 / c.rows
@@ -133,28 +132,61 @@ func (c *BlockFP8) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uin
 			from, to := max(j*c.cols, c0), min((j+1)*c.cols, c1)
 			codes := data[base+from : base+to]
 			at := base + from - lo
-			switch {
-			case steps == nil:
-				o := dst[at:][:len(codes)]
-				k := e4m3Scaled(o, nil, codes, s)
-				for i, b := range codes[k:] {
-					o[k+i] = t[b] * s
-				}
-			case dst == nil:
-				st, as := steps[at:][:len(codes)], absf(s)
-				for i, b := range codes {
-					st[i] = e4m3Steps[b] * as
-				}
-			default:
-				o, st, as := dst[at:][:len(codes)], steps[at:][:len(codes)], absf(s)
-				k := e4m3Scaled(o, st, codes, s)
-				o, st, codes = o[k:], st[k:], codes[k:]
-				for i, b := range codes {
-					o[i] = t[b] * s
-					st[i] = e4m3Steps[b] * as
-				}
+			var o, st []float32
+			if dst != nil {
+				o = dst[at:][:len(codes)]
 			}
+			if steps != nil {
+				st = steps[at:][:len(codes)]
+			}
+			k := 0
+			if o != nil {
+				k = e4m3Scaled(o, st, codes, s)
+			}
+			e4m3Run(o, st, codes, k, s, t, e4m3Steps)
 		}
 	}
 	return nil
+}
+
+// e4m3Run writes codes[k:]'s values t[b]·s into vals and steps
+// e4m3Steps[b]·|s| into steps (each as long as codes, unless nil), 32
+// codes at a time over fixed-size arrays.
+func e4m3Run(vals, steps []float32, codes []byte, k int, s float32, t, e4m3Steps *[256]float32) {
+	as := absf(s)
+	switch {
+	case steps == nil:
+		scaleTable(vals[k:len(codes)], codes[k:], t, s)
+	case vals == nil:
+		scaleTable(steps[k:len(codes)], codes[k:], e4m3Steps, as)
+	default:
+		codes = codes[k:]
+		o, st := vals[k:][:len(codes)], steps[k:][:len(codes)]
+		for len(codes) >= 32 {
+			c, v, w := (*[32]byte)(codes), (*[32]float32)(o), (*[32]float32)(st)
+			for i := 0; i < 32; i += 4 {
+				b0, b1, b2, b3 := c[i], c[i+1], c[i+2], c[i+3]
+				v[i], v[i+1], v[i+2], v[i+3] = t[b0]*s, t[b1]*s, t[b2]*s, t[b3]*s
+				w[i], w[i+1], w[i+2], w[i+3] = e4m3Steps[b0]*as, e4m3Steps[b1]*as, e4m3Steps[b2]*as, e4m3Steps[b3]*as
+			}
+			codes, o, st = codes[32:], o[32:], st[32:]
+		}
+		for i, b := range codes {
+			o[i], st[i] = t[b]*s, e4m3Steps[b]*as
+		}
+	}
+}
+
+// scaleTable writes tab[b]·s of each of codes into out (as long).
+func scaleTable(out []float32, codes []byte, tab *[256]float32, s float32) {
+	for len(codes) >= 32 {
+		c, v := (*[32]byte)(codes), (*[32]float32)(out)
+		for i := 0; i < 32; i += 4 {
+			v[i], v[i+1], v[i+2], v[i+3] = tab[c[i]]*s, tab[c[i+1]]*s, tab[c[i+2]]*s, tab[c[i+3]]*s
+		}
+		codes, out = codes[32:], out[32:]
+	}
+	for i, b := range codes {
+		out[i] = tab[b] * s
+	}
 }

@@ -20,7 +20,7 @@ func GGML(e tensorfile.Encoding) (Codec, bool) {
 		return nil, false
 	}
 	if steps, ok := ggmlSteps[e]; ok {
-		return &ggmlStepped{c, steps}, true
+		return &ggmlStepped{c, steps, ggmlFused[e]}, true
 	}
 	return c, true
 }

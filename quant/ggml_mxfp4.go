@@ -12,14 +12,29 @@ var _ = registerGGML(tensorfile.MXFP4, decodeGGMLMXFP4)
 // the halved scale undoes.
 var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 
+// kvaluesMXFP4Float is kvaluesMXFP4 as float32, mxfp4Steps16 the step of
+// each code (mxfp4Steps of its magnitude).
+var (
+	kvaluesMXFP4Float = [16]float32{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+	mxfp4Steps16      = [16]float32{1, 1, 1, 1, 2, 2, 4, 8, 1, 1, 1, 1, 2, 2, 4, 8}
+)
+
 // decodeGGMLMXFP4 is dequantize_row_mxfp4: block_mxfp4 {uint8 e; uint8
 // qs[16]}, low nibbles the first 16 values, kvalue·d with d =
 // GGML_E8M0_TO_FP32_HALF(e).
-func decodeGGMLMXFP4(b []byte, y []float32) {
-	d := e8m0Half(b[0])
-	for j, q := range b[1:17] {
-		y[j] = float32(kvaluesMXFP4[q&0xF]) * d
-		y[j+16] = float32(kvaluesMXFP4[q>>4]) * d
+func decodeGGMLMXFP4(b []byte, y []float32) { fusedMXFP4(b[:17], y, nil) }
+
+// fusedMXFP4 is decodeGGMLMXFP4 and stepsMXFP4.
+func fusedMXFP4(src []byte, ys, sts []float32) {
+	for i := range len(src) / 17 {
+		b, y, st := blockAt(src, ys, sts, i, 17, 32)
+		blk := (*[17]byte)(b)
+		d := e8m0Half(blk[0])
+		qs := (*[16]byte)(blk[1:])
+		nibbleMul(qs, y, &kvaluesMXFP4Float, d)
+		if st != nil {
+			nibbleMul(qs, st, &mxfp4Steps16, d)
+		}
 	}
 }
 

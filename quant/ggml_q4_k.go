@@ -1,6 +1,10 @@
 package quant
 
-import "github.com/ckptcheck/ckptcheck/tensorfile"
+import (
+	"encoding/binary"
+
+	"github.com/ckptcheck/ckptcheck/tensorfile"
+)
 
 var _ = registerGGML(tensorfile.Q4_K, decodeQ4K)
 
@@ -15,24 +19,41 @@ func decodeStepsQ4K(b []byte, y, steps []float32) {
 	if q4kBlocks(b[:144], y, steps) {
 		return
 	}
-	d, dmin := f16At(b), f16At(b[2:])
-	scales, qs := b[4:16], b[16:144]
-	var dm [16]float32 // each sub-block's d·sc and dmin·m
-	for j := range 8 {
-		sc, m := scaleMinK4(j, scales)
-		dm[2*j], dm[2*j+1] = d*float32(sc), dmin*float32(m)
-	}
-	for j := 0; j < 8; j += 2 {
-		d1, min1, d2, min2 := dm[2*j], dm[2*j+1], dm[2*j+2], dm[2*j+3]
-		q := qs[16*j : 16*j+32]
-		lo, hi := y[32*j:32*j+32], y[32*j+32:32*j+64]
-		for i, v := range q {
-			lo[i] = float32(d1*float32(v&0xF)) - min1
-			hi[i] = float32(d2*float32(v>>4)) - min2
+	q4kGo(b[:144], y, steps)
+}
+
+// q4kGo is the Go loop of q4kBlocks: the blocks of src into y and, unless
+// steps is nil, their steps, a pair of sub-blocks (one byte of codes each
+// value pair) at a time, four bytes an iteration, the steps' fill in the
+// same pass.
+func q4kGo(src []byte, y, steps []float32) {
+	f16 := f16Table()
+	for n := range len(src) / 144 {
+		b := (*[144]byte)(src[144*n:])
+		d, dmin := f16[binary.LittleEndian.Uint16(b[0:])], f16[binary.LittleEndian.Uint16(b[2:])]
+		scales := b[4:16]
+		for j := 0; j < 8; j += 2 {
+			sc1, m1 := scaleMinK4(j, scales)
+			sc2, m2 := scaleMinK4(j+1, scales)
+			d1, min1, d2, min2 := d*float32(sc1), dmin*float32(m1), d*float32(sc2), dmin*float32(m2)
+			q := (*[32]byte)(b[16+16*j:])
+			lo, hi := (*[32]float32)(y[256*n+32*j:]), (*[32]float32)(y[256*n+32*j+32:])
+			for i := 0; i < 32; i += 4 {
+				v0, v1, v2, v3 := q[i], q[i+1], q[i+2], q[i+3]
+				lo[i], lo[i+1] = float32(d1*float32(v0&0xF))-min1, float32(d1*float32(v1&0xF))-min1
+				lo[i+2], lo[i+3] = float32(d1*float32(v2&0xF))-min1, float32(d1*float32(v3&0xF))-min1
+				hi[i], hi[i+1] = float32(d2*float32(v0>>4))-min2, float32(d2*float32(v1>>4))-min2
+				hi[i+2], hi[i+3] = float32(d2*float32(v2>>4))-min2, float32(d2*float32(v3>>4))-min2
+			}
+			if steps != nil {
+				s1, s2 := step(d1, 15), step(d2, 15)
+				sl, sh := (*[32]float32)(steps[256*n+32*j:]), (*[32]float32)(steps[256*n+32*j+32:])
+				for i := 0; i < 32; i += 4 {
+					sl[i], sl[i+1], sl[i+2], sl[i+3] = s1, s1, s1, s1
+					sh[i], sh[i+1], sh[i+2], sh[i+3] = s2, s2, s2, s2
+				}
+			}
 		}
-	}
-	if steps != nil {
-		stepsQ4K(b, steps)
 	}
 }
 

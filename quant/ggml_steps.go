@@ -38,6 +38,7 @@ const halfULP = 1.0 / 2048
 type ggmlStepped struct {
 	*ggmlCodec
 	steps ggmlBlock
+	fused ggmlFusedBlock // nil: decode and steps block by block
 }
 
 // Steps writes the step of each value of rows [r0, r1), from the bytes
@@ -50,24 +51,18 @@ func (c *ggmlStepped) Steps(d Dims, r0, r1 uint64, parts [][]byte, dst []float32
 // r0's first (whole blocks), into dst[:hi-lo] and their steps into
 // steps[:hi-lo] unless steps is nil.
 func (c *ggmlStepped) DecodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
-	if c.e == tensorfile.Q8_0 || c.e == tensorfile.Q4_K {
-		return c.decodeSteps(d, r0, r1, parts, lo, hi, dst, steps)
-	}
-	if err := c.eachBlock(d, r0, r1, parts, lo, hi, dst, c.decode); err != nil || steps == nil {
-		return err
-	}
-	return c.eachBlock(d, r0, r1, parts, lo, hi, steps, c.steps)
+	return c.decodeSteps(d, r0, r1, parts, lo, hi, dst, steps)
 }
 
-// Decode decodes rows [r0, r1); Q8_0 and Q4_K a range at a time (see
-// decodeSteps).
+// Decode decodes rows [r0, r1) a range at a time (see decodeSteps).
 func (c *ggmlStepped) Decode(d Dims, r0, r1 uint64, parts [][]byte, dst []float32) error {
 	return c.DecodeRange(d, r0, r1, parts, 0, ^uint64(0), dst, nil)
 }
 
-// decodeSteps is DecodeRange of Q8_0 or Q4_K values and, unless steps is
-// nil, their steps, in one pass over all the range's blocks (the vector
-// loops' when the CPU has them).
+// decodeSteps is DecodeRange of values and, unless steps is nil, their
+// steps, in one pass over the range's blocks: Q8_0's and Q4_K's the vector
+// loops' when the CPU has them, the others' each block's values and steps
+// together (ggmlFused).
 func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64, dst, steps []float32) error {
 	src, blocks, err := c.blockRange(d, r0, r1, parts, lo, hi, dst)
 	if err != nil {
@@ -83,23 +78,27 @@ func (c *ggmlStepped) decodeSteps(d Dims, r0, r1 uint64, parts [][]byte, lo, hi 
 		return nil
 	}
 	src = src[:blocks*bn]
-	if c.e == tensorfile.Q8_0 && q8Scaled(src, dst, steps) || c.e == tensorfile.Q4_K && q4kBlocks(src, dst, steps) {
+	switch c.e {
+	case tensorfile.Q8_0:
+		if !q8Scaled(src, dst, steps) {
+			q8Blocks(src, dst, steps)
+		}
+		return nil
+	case tensorfile.Q4_K:
+		if !q4kBlocks(src, dst, steps) {
+			q4kGo(src, dst, steps)
+		}
+		return nil
+	}
+	if c.fused != nil {
+		c.fused(src, dst, steps)
 		return nil
 	}
 	for i := range blocks {
 		b, y := src[i*bn:(i+1)*bn], dst[i*en:(i+1)*en]
-		var st []float32
+		c.decode(b, y)
 		if steps != nil {
-			st = steps[i*en : (i+1)*en]
-		}
-		switch {
-		case c.e == tensorfile.Q4_K:
-			decodeStepsQ4K(b, y, st)
-		default:
-			decodeQ8_0(b, y)
-			if st != nil {
-				stepsQ8_0(b, st)
-			}
+			c.steps(b, steps[i*en:(i+1)*en])
 		}
 	}
 	return nil

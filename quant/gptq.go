@@ -194,6 +194,10 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 				k0, k1 := max(gi*g.group, c0)/c.pack, min((gi+1)*g.group, c1)/c.pack
 				if c.bits == 4 && k1 > k0 {
 					k0 += unpack4Strided(vals, steps, row+k0*c.pack-lo, qw[4*(k0*nr+o):], 4*nr, k1-k0, &luts)
+					if k1 > k0 {
+						unpack4Words(vals, steps, row+k0*c.pack-lo, qw[4*(k0*nr+o):], 4*nr, k1-k0, &luts)
+					}
+					continue
 				}
 				for k := k0; k < k1; k++ {
 					luts.unpack(vals, steps, row+k*c.pack-lo, word(qw, k*nr+o), c.bits, c.pack)
@@ -228,7 +232,7 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 func (c *GPTQ) wholeGroups4(luts *affineLUTs, gi, o, nr uint64, first, last bool, left, words uint64, vals, steps []float32, at uint64,
 	qw, scales []byte, zeroAt func(gi, o uint64) int32) uint64 {
 	sd := c.parts[1].DType
-	if c.bits != 4 || vals == nil || !first || !last || left == 0 {
+	if c.bits != 4 || vals == nil || !first || !last || left == 0 || !hasAVX2() { // no zeros and scales gathered for nothing
 		return 0
 	}
 	var zs [32]int32

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -119,7 +120,7 @@ type affineLUTs struct{ vals, steps [256]float32 }
 // fill fills the first codes entries of the tables asked for, for zero z
 // and scale s of dtype d.
 func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, vals, steps bool) {
-	if codes == 16 && d == tensorfile.F16 && fill16F16(l, z, s, steps) {
+	if codes == 16 && d == tensorfile.F16 && (fill16F16(l, z, s, steps) || l.fill16F16Go(z, s, steps)) {
 		return
 	}
 	zeroScaleLUT(l.vals[:codes], z, s, d)
@@ -127,6 +128,93 @@ func (l *affineLUTs) fill(codes int, z int32, s float32, d tensorfile.DType, val
 		for q, v := range l.vals[:codes] {
 			l.steps[q] = affineStep(s, v, d)
 		}
+	}
+}
+
+// fill16F16Go is fill16F16's Go loop: roundF16's bits' way without its
+// test a code, false (the tables unfilled) unless every product rounds to
+// a normal F16 or zero the bits' way. The products (q − z)·s are monotonic
+// in q (and exact in float32 for small zeros), so those of codes 0 and 15
+// are the largest in magnitude, and a nonzero one is at least |s|.
+// 2·2⁻¹¹·|v| is exact: no fusing of the step's multiply-add changes a bit.
+func (l *affineLUTs) fill16F16Go(z int32, s float32, steps bool) bool {
+	const minNormal, maxRounded = 0x38800000, 0x477FF000 // 2^-14, 65520: as roundF16
+	as := math.Float32bits(s) & 0x7FFFFFFF
+	first, last := math.Float32bits(float32(-z)*s)&0x7FFFFFFF, math.Float32bits(float32(15-z)*s)&0x7FFFFFFF
+	if as != 0 && (as < minNormal || first >= maxRounded || last >= maxRounded) { // NaN and infinite scales among them
+		return false
+	}
+	vals := (*[16]float32)(l.vals[:16])
+	for q := range vals {
+		b := math.Float32bits(float32(int32(q)-z) * s)
+		b += 0xFFF + (b>>13)&1
+		vals[q] = math.Float32frombits(b &^ 0x1FFF)
+	}
+	if steps {
+		as, k := absf(s), 2*unitRoundoff(tensorfile.F16)
+		st := (*[16]float32)(l.steps[:16])
+		for q, v := range vals {
+			st[q] = as + k*absf(v)
+		}
+	}
+	return true
+}
+
+// unpack4Words writes the codes of n 4-bit words, stride bytes apart from
+// qw, low first, through the tables into vals and steps from at, each
+// unless nil: the Go loop of unpack4Strided, with the tables' pointers
+// and the outputs' bounds hoisted out of the words.
+func unpack4Words(vals, steps []float32, at uint64, qw []byte, stride, n uint64, l *affineLUTs) {
+	if n == 0 {
+		return
+	}
+	qw = qw[:(n-1)*stride+4]
+	switch {
+	case steps == nil:
+		unpack4Table(vals[at:at+8*n], qw, stride, n, &l.vals)
+	case vals == nil:
+		unpack4Table(steps[at:at+8*n], qw, stride, n, &l.steps)
+	default:
+		lv, ls := &l.vals, &l.steps
+		v, s := vals[at:at+8*n], steps[at:at+8*n]
+		for k := range n {
+			w := binary.LittleEndian.Uint32(qw[k*stride:])
+			o, t := (*[8]float32)(v[8*k:]), (*[8]float32)(s[8*k:])
+			q := w & 0xF
+			o[0] = lv[q]
+			t[0] = ls[q]
+			q = w >> 4 & 0xF
+			o[1] = lv[q]
+			t[1] = ls[q]
+			q = w >> 8 & 0xF
+			o[2] = lv[q]
+			t[2] = ls[q]
+			q = w >> 12 & 0xF
+			o[3] = lv[q]
+			t[3] = ls[q]
+			q = w >> 16 & 0xF
+			o[4] = lv[q]
+			t[4] = ls[q]
+			q = w >> 20 & 0xF
+			o[5] = lv[q]
+			t[5] = ls[q]
+			q = w >> 24 & 0xF
+			o[6] = lv[q]
+			t[6] = ls[q]
+			q = w >> 28
+			o[7] = lv[q]
+			t[7] = ls[q]
+		}
+	}
+}
+
+// unpack4Table is unpack4Words into one output through one table.
+func unpack4Table(out []float32, qw []byte, stride, n uint64, t *[256]float32) {
+	for k := range n {
+		w := binary.LittleEndian.Uint32(qw[k*stride:])
+		o := (*[8]float32)(out[8*k:])
+		o[0], o[1], o[2], o[3] = t[w&0xF], t[w>>4&0xF], t[w>>8&0xF], t[w>>12&0xF]
+		o[4], o[5], o[6], o[7] = t[w>>16&0xF], t[w>>20&0xF], t[w>>24&0xF], t[w>>28]
 	}
 }
 

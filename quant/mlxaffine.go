@@ -123,6 +123,8 @@ func (c *MLXAffine) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi ui
 		at, i := k*c.group-lo, uint64(0)
 		if c.bits == 4 {
 			i = unpack4Strided(vals, steps, at, parts[0][4*k*wpg:], 4, wpg, &luts)
+			unpack4Words(vals, steps, at+i*c.pack, parts[0][4*(k*wpg+i):], 4, wpg-i, &luts)
+			i = wpg
 		}
 		for ; i < wpg; i++ {
 			luts.unpack(vals, steps, at+i*c.pack, word(parts[0], k*wpg+i), c.bits, c.pack)
@@ -135,6 +137,17 @@ func (c *MLXAffine) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi ui
 // code's value and, when steps, its step.
 func (c *MLXAffine) fill(l *affineLUTs, s, b float32, t tensorfile.DType, steps bool) {
 	if c.bits == 4 && mlxFill16(l, s, b, t, steps) {
+		return
+	}
+	if t == tensorfile.BF16 { // the loop below with the rounding inline
+		for q := range 1 << c.bits {
+			p := roundBF16(float32(float32(q) * s)) // rounded before the add: no fused multiply-add
+			v := roundBF16(p + b)
+			l.vals[q] = v
+			if steps {
+				l.steps[q] = affineStep(s, p, tensorfile.BF16) + 2*unitRoundoff(tensorfile.BF16)*absf(v)
+			}
+		}
 		return
 	}
 	for q := range 1 << c.bits {

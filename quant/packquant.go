@@ -227,6 +227,8 @@ func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, h
 			if k1 > k0 {
 				if c.bits == 4 {
 					k0 += unpack4Strided(vals, steps, at+k0*c.pack, row[4*k0:], 4, k1-k0, &luts)
+					unpack4Words(vals, steps, at+k0*c.pack, row[4*k0:], 4, k1-k0, &luts)
+					k0 = k1
 				}
 				for k := k0; k < k1; k++ {
 					luts.unpack(vals, steps, at+k*c.pack, word(row, k), c.bits, c.pack)
@@ -248,7 +250,7 @@ func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, h
 // do group gi).
 func (c *PackQuantized) wholeGroups4(luts *affineLUTs, r, gi uint64, g packGeometry, c0, c1 uint64, vals, steps []float32, at uint64,
 	row, scales []byte, zeroAt func(r, gi uint64) int32) uint64 {
-	if c.bits != 4 || vals == nil || g.group%c.pack != 0 || gi*g.group < c0 || (gi+1)*g.group > c1 {
+	if c.bits != 4 || vals == nil || g.group%c.pack != 0 || gi*g.group < c0 || (gi+1)*g.group > c1 || !hasAVX2() { // no zeros and scales gathered for nothing
 		return 0
 	}
 	var zs [32]int32

@@ -41,14 +41,17 @@ func TestE4M3Scaled(t *testing.T) {
 			if err := c.DecodeRange(d, 0, 1, [][]byte{codes, scale}, lo, uint64(len(codes)), vals, steps); err != nil {
 				t.Fatal(err)
 			}
-			only := make([]float32, len(codes))
+			only, stepsOnly := make([]float32, len(codes)), make([]float32, len(codes))
 			if err := c.Decode(d, 0, 1, [][]byte{codes, scale}, only); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Steps(d, 0, 1, [][]byte{codes, scale}, stepsOnly); err != nil {
 				t.Fatal(err)
 			}
 			for i, b := range codes[lo:] {
 				want, wantStep := tab[b]*s, e4m3Steps[b]*absf(s)
 				if math.Float32bits(vals[i]) != math.Float32bits(want) || math.Float32bits(only[lo+uint64(i)]) != math.Float32bits(want) ||
-					math.Float32bits(steps[i]) != math.Float32bits(wantStep) {
+					math.Float32bits(steps[i]) != math.Float32bits(wantStep) || math.Float32bits(stepsOnly[lo+uint64(i)]) != math.Float32bits(wantStep) {
 					t.Fatalf("scale %g, code %#x at %d: value %#x (alone %#x), step %#x; want %#x, %#x", s, b, lo+uint64(i),
 						math.Float32bits(vals[i]), math.Float32bits(only[lo+uint64(i)]), math.Float32bits(steps[i]), math.Float32bits(want), math.Float32bits(wantStep))
 				}
@@ -243,20 +246,32 @@ func TestInColumnOrder(t *testing.T) {
 	}
 }
 
-// TestFill16F16 checks the vector fill of a 4-bit group's tables against
-// the Go loops, bit for bit, on every F16 scale and zeros around the grid.
+// TestFill16F16 checks the fills of a 4-bit group's tables, with the
+// vector loops and with the Go ones, against the general loop (zeroScaleLUT
+// and affineStep), bit for bit, on every F16 scale and zeros around the
+// grid.
 func TestFill16F16(t *testing.T) {
 	for h := range 1 << 16 {
 		s := F16ToFloat32(uint16(h))
 		for _, z := range []int32{0, 1, 8, 9, 16, -3} {
-			var got, want affineLUTs
+			var want affineLUTs
+			zeroScaleLUT(want.vals[:16], z, s, tensorfile.F16)
+			for q, v := range want.vals[:16] {
+				want.steps[q] = affineStep(s, v, tensorfile.F16)
+			}
+			var got affineLUTs
 			got.fill(16, z, s, tensorfile.F16, true, true)
+			var goLoop affineLUTs
 			func() {
 				defer func(old func() bool) { hasAVX2 = old }(hasAVX2)
 				hasAVX2 = func() bool { return false }
-				want.fill(16, z, s, tensorfile.F16, true, true)
+				goLoop.fill(16, z, s, tensorfile.F16, true, true)
 			}()
 			for q := range 16 {
+				if math.Float32bits(goLoop.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(goLoop.steps[q]) != math.Float32bits(want.steps[q]) {
+					t.Fatalf("Go loop: scale %#x, zero %d, code %d: %#x, step %#x; want %#x, %#x", h, z, q,
+						math.Float32bits(goLoop.vals[q]), math.Float32bits(goLoop.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
+				}
 				if math.Float32bits(got.vals[q]) != math.Float32bits(want.vals[q]) || math.Float32bits(got.steps[q]) != math.Float32bits(want.steps[q]) {
 					t.Fatalf("scale %#x, zero %d, code %d: %#x, step %#x; want %#x, %#x", h, z, q,
 						math.Float32bits(got.vals[q]), math.Float32bits(got.steps[q]), math.Float32bits(want.vals[q]), math.Float32bits(want.steps[q]))
@@ -480,8 +495,9 @@ func randomParts(t *testing.T, c Codec, d Dims, rng *rand.Rand, wild bool, group
 	return parts
 }
 
-// TestPackQuantizedRanges checks pack-quantized's ranges (checkRanges) for
-// every width, group, symmetry, g_idx and scale dtype.
+// TestPackQuantizedRanges checks pack-quantized's ranges (checkRanges),
+// and all of it against refPack (checkReference), for every width, group,
+// symmetry, g_idx and scale dtype.
 func TestPackQuantizedRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -502,6 +518,7 @@ func TestPackQuantizedRanges(t *testing.T) {
 								}
 							}
 							checkRanges(t, c, d, parts)
+							checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refPack(c, d, parts, o, col) })
 						}
 					}
 				}
@@ -510,8 +527,9 @@ func TestPackQuantizedRanges(t *testing.T) {
 	}
 }
 
-// TestGPTQRanges checks GPTQ's ranges (checkRanges) for every width,
-// group, scale dtype and g_idx, normal and odd scales.
+// TestGPTQRanges checks GPTQ's ranges (checkRanges), and all of it against
+// refGPTQ (checkReference), for every width, group, scale dtype and g_idx,
+// normal and odd scales.
 func TestGPTQRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -532,6 +550,7 @@ func TestGPTQRanges(t *testing.T) {
 							}
 						}
 						checkRanges(t, c, d, parts)
+						checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refGPTQ(c, d, parts, g.group, o, col) })
 					}
 				}
 			}
@@ -539,8 +558,9 @@ func TestGPTQRanges(t *testing.T) {
 	}
 }
 
-// TestAWQRanges checks AWQ's ranges (checkRanges) for groups of whole
-// and partial octets of columns, every scale dtype, normal and odd scales.
+// TestAWQRanges checks AWQ's ranges (checkRanges), and all of it against
+// refAWQ (checkReference), for groups of whole and partial octets of
+// columns, every scale dtype, normal and odd scales.
 func TestAWQRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, group := range []uint64{8, 12, 32, 128} {
@@ -551,15 +571,18 @@ func TestAWQRanges(t *testing.T) {
 			}
 			for _, d := range []Dims{{Rows: 24, Cols: 2 * group}, {Rows: 16, Cols: 256 / group * group}} {
 				for _, wild := range []bool{false, true} {
-					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+					parts := randomParts(t, c, d, rng, wild, group)
+					checkRanges(t, c, d, parts)
+					checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refAWQ(c, d, parts, o, col) })
 				}
 			}
 		}
 	}
 }
 
-// TestMLXRanges checks MLX affine's ranges (checkRanges) for every width,
-// dtype and group, normal and odd scales and biases.
+// TestMLXRanges checks MLX affine's ranges (checkRanges), and all of it
+// against refMLX (checkReference), for every width, dtype and group,
+// normal and odd scales and biases.
 func TestMLXRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, bits := range []uint64{2, 4, 8} {
@@ -571,7 +594,9 @@ func TestMLXRanges(t *testing.T) {
 				}
 				d := Dims{Rows: 12, Cols: 4 * group}
 				for _, wild := range []bool{false, true} {
-					checkRanges(t, c, d, randomParts(t, c, d, rng, wild, group))
+					parts := randomParts(t, c, d, rng, wild, group)
+					checkRanges(t, c, d, parts)
+					checkReference(t, c, d, parts, func(o, col uint64) (float32, float32) { return refMLX(c, d, parts, o, col) })
 				}
 			}
 		}
