@@ -61,7 +61,10 @@ func goCodecLoop(p, e safetensors.DType) codecLoop {
 
 // lookCloser measures an element of lane l whose |d| is not below gate·s:
 // it counts it outside its half step, makes its ratio the lane's largest
-// if it is, and returns the lane's gate.
+// if it is, and returns the lane's gate. Not inlined: inline, its
+// constants cost the loops' every iteration a reload.
+//
+//go:noinline
 func lookCloser(ad, s float64, sl *stepLanes, l int) float64 {
 	const k2 = (1 + StepMargin) / 2
 	if ad > k2*s {
