@@ -7,32 +7,27 @@ import (
 	"unsafe"
 )
 
-// squaresBF16 adds Σp², Σe² and Σs² of n (a multiple of 4) BF16 elements at
-// pp, F32 values at ep and steps at sp, four lanes an iteration.
-func squaresBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
+// squaresBF16 adds Σp² and Σe² of n (a multiple of 4) BF16 elements at pp
+// and F32 values at ep, four lanes an iteration.
+func squaresBF16(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	p0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]
 	e0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]
-	s0, s1, s2, s3 := sl.s2[0], sl.s2[1], sl.s2[2], sl.s2[3]
-	var p, e, s float64
+	var p, e float64
 	for i := 0; i+lanes <= n; i += lanes {
-		p, e, s = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		p, e = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i)))
 		p0 += p * p
 		e0 += e * e
-		s0 += s * s
-		p, e, s = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+2)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+4))), float64(*(*float32)(unsafe.Add(sp, 4*i+4)))
+		p, e = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+2)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+4)))
 		p1 += p * p
 		e1 += e * e
-		s1 += s * s
-		p, e, s = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+4)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+8))), float64(*(*float32)(unsafe.Add(sp, 4*i+8)))
+		p, e = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+4)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+8)))
 		p2 += p * p
 		e2 += e * e
-		s2 += s * s
-		p, e, s = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+6)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+12))), float64(*(*float32)(unsafe.Add(sp, 4*i+12)))
+		p, e = float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+6)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i+12)))
 		p3 += p * p
 		e3 += e * e
-		s3 += s * s
 	}
-	st.sum[2], st.sum[3], sl.s2 = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}, [lanes]float64{s0, s1, s2, s3}
+	st.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}
 }
 
 // codecLanesBF16 adds the lane statistics and steps of n (a
@@ -44,7 +39,7 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -52,6 +47,7 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
@@ -61,7 +57,7 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
 
@@ -74,7 +70,7 @@ func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *ste
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol := st.atol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -82,6 +78,7 @@ func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *ste
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol {
 				tol++
 			}
@@ -91,37 +88,32 @@ func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *ste
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
 
-// squaresF16 adds Σp², Σe² and Σs² of n (a multiple of 4) F16 elements at
-// pp, F32 values at ep and steps at sp, four lanes an iteration.
-func squaresF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
+// squaresF16 adds Σp² and Σe² of n (a multiple of 4) F16 elements at pp
+// and F32 values at ep, four lanes an iteration.
+func squaresF16(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	f16 := f16Values()
 	p0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]
 	e0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]
-	s0, s1, s2, s3 := sl.s2[0], sl.s2[1], sl.s2[2], sl.s2[3]
-	var p, e, s float64
+	var p, e float64
 	for i := 0; i+lanes <= n; i += lanes {
-		p, e, s = f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		p, e = f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i)))
 		p0 += p * p
 		e0 += e * e
-		s0 += s * s
-		p, e, s = f16[*(*uint16)(unsafe.Add(pp, 2*i+2))], float64(*(*float32)(unsafe.Add(ep, 4*i+4))), float64(*(*float32)(unsafe.Add(sp, 4*i+4)))
+		p, e = f16[*(*uint16)(unsafe.Add(pp, 2*i+2))], float64(*(*float32)(unsafe.Add(ep, 4*i+4)))
 		p1 += p * p
 		e1 += e * e
-		s1 += s * s
-		p, e, s = f16[*(*uint16)(unsafe.Add(pp, 2*i+4))], float64(*(*float32)(unsafe.Add(ep, 4*i+8))), float64(*(*float32)(unsafe.Add(sp, 4*i+8)))
+		p, e = f16[*(*uint16)(unsafe.Add(pp, 2*i+4))], float64(*(*float32)(unsafe.Add(ep, 4*i+8)))
 		p2 += p * p
 		e2 += e * e
-		s2 += s * s
-		p, e, s = f16[*(*uint16)(unsafe.Add(pp, 2*i+6))], float64(*(*float32)(unsafe.Add(ep, 4*i+12))), float64(*(*float32)(unsafe.Add(sp, 4*i+12)))
+		p, e = f16[*(*uint16)(unsafe.Add(pp, 2*i+6))], float64(*(*float32)(unsafe.Add(ep, 4*i+12)))
 		p3 += p * p
 		e3 += e * e
-		s3 += s * s
 	}
-	st.sum[2], st.sum[3], sl.s2 = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}, [lanes]float64{s0, s1, s2, s3}
+	st.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}
 }
 
 // codecLanesF16 adds the lane statistics and steps of n (a
@@ -134,7 +126,7 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -142,6 +134,7 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
@@ -151,7 +144,7 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
 
@@ -165,7 +158,7 @@ func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol := st.atol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -173,6 +166,7 @@ func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol {
 				tol++
 			}
@@ -182,36 +176,31 @@ func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
 
-// squaresF32 adds Σp², Σe² and Σs² of n (a multiple of 4) F32 elements at
-// pp, F32 values at ep and steps at sp, four lanes an iteration.
-func squaresF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
+// squaresF32 adds Σp² and Σe² of n (a multiple of 4) F32 elements at pp
+// and F32 values at ep, four lanes an iteration.
+func squaresF32(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	p0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]
 	e0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]
-	s0, s1, s2, s3 := sl.s2[0], sl.s2[1], sl.s2[2], sl.s2[3]
-	var p, e, s float64
+	var p, e float64
 	for i := 0; i+lanes <= n; i += lanes {
-		p, e, s = float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		p, e = float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i)))
 		p0 += p * p
 		e0 += e * e
-		s0 += s * s
-		p, e, s = float64(*(*float32)(unsafe.Add(pp, 4*i+4))), float64(*(*float32)(unsafe.Add(ep, 4*i+4))), float64(*(*float32)(unsafe.Add(sp, 4*i+4)))
+		p, e = float64(*(*float32)(unsafe.Add(pp, 4*i+4))), float64(*(*float32)(unsafe.Add(ep, 4*i+4)))
 		p1 += p * p
 		e1 += e * e
-		s1 += s * s
-		p, e, s = float64(*(*float32)(unsafe.Add(pp, 4*i+8))), float64(*(*float32)(unsafe.Add(ep, 4*i+8))), float64(*(*float32)(unsafe.Add(sp, 4*i+8)))
+		p, e = float64(*(*float32)(unsafe.Add(pp, 4*i+8))), float64(*(*float32)(unsafe.Add(ep, 4*i+8)))
 		p2 += p * p
 		e2 += e * e
-		s2 += s * s
-		p, e, s = float64(*(*float32)(unsafe.Add(pp, 4*i+12))), float64(*(*float32)(unsafe.Add(ep, 4*i+12))), float64(*(*float32)(unsafe.Add(sp, 4*i+12)))
+		p, e = float64(*(*float32)(unsafe.Add(pp, 4*i+12))), float64(*(*float32)(unsafe.Add(ep, 4*i+12)))
 		p3 += p * p
 		e3 += e * e
-		s3 += s * s
 	}
-	st.sum[2], st.sum[3], sl.s2 = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}, [lanes]float64{s0, s1, s2, s3}
+	st.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}
 }
 
 // codecLanesF32 adds the lane statistics and steps of n (a
@@ -223,7 +212,7 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -231,6 +220,7 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
@@ -240,7 +230,7 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
 
@@ -253,7 +243,7 @@ func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
 		atol := st.atol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
-		gate := min(sl.trig[l], k2)
+		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		for i := l; i < n; i += lanes {
 			p, e, s := float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
 			d := e - p
@@ -261,6 +251,7 @@ func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 			sAbs += ad
 			sD2 += float64(d * d)
 			sPE += p * e
+			s2 += s * s
 			if ad > atol {
 				tol++
 			}
@@ -270,6 +261,6 @@ func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 			}
 		}
 		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l] = math.Float64frombits(mx), st.out[l]+tol
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }

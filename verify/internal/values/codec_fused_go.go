@@ -17,8 +17,8 @@ import (
 //
 // Go keeps few floats in registers, so the work is split in two loops that
 // each fit (codec_fused_gen.go, written by ./internal/kernelgen for each
-// published dtype): squares adds Σp², Σe² and Σs², four lanes an
-// iteration; the lane loop adds Σ|d|, Σd², Σp·e, the count outside the
+// published dtype): squares adds Σp² and Σe², four lanes an iteration;
+// the lane loop adds Σ|d|, Σd², Σp·e, Σs², the count outside the
 // tolerance and the largest |d| (as bits: non-negative floats order as
 // their bits do; a chunk with a NaN, whose bits would win, is measured
 // again by the kernel). Like the assembly's gated loop it looks closer only
