@@ -3,8 +3,6 @@
 package values
 
 import (
-	"math"
-	"math/rand/v2"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -20,18 +18,7 @@ func BenchmarkCodecLoop(b *testing.B) {
 		b.Skip("no AVX2 and FMA")
 	}
 	const n = stepChunk
-	pv, ev, steps := make([]float32, n), make([]float32, n), make([]float32, n)
-	rng := rand.New(rand.NewPCG(1, 2))
-	// As in a quantized export: values within half a step of the
-	// published ones, some (as many as of Q4_K's) beyond.
-	for i := range pv {
-		pv[i] = math.Float32frombits(math.Float32bits(float32(rng.NormFloat64())) &^ 0xFFFF)
-		steps[i] = 1.0 / 64
-		ev[i] = pv[i] + steps[i]*float32(rng.Float64()-0.5)
-		if rng.IntN(700) == 0 {
-			ev[i] = pv[i] + steps[i]*0.75
-		}
-	}
+	pv, ev, steps := codecBenchChunk(n)
 	pb, eb := encodeAs(safetensors.BF16, pv), encodeAs(safetensors.F32, ev)
 	sp := (*byte)(unsafe.Pointer(&steps[0]))
 	var v vectorSteps

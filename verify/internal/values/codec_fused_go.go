@@ -1,21 +1,35 @@
 package values
 
 import (
-	"math"
 	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
+//go:generate go run ./internal/kernelgen
+
 // The codec loop in Go, for the builds without codec_fused_amd64.s: the
-// same one pass, lane by lane (element i in lane i mod 4, in element
-// order, as the kernels' Go loops add them), each lane's sums in
-// registers. It adds what the assembly adds, in the same order: the
+// same one pass's numbers, added in the same order (element i in lane
+// i mod 4, in element order, as the kernels' Go loops add them): the
 // statistics of every element, Σs², the elements outside their half step
 // (unmasked: fusedSteps.redo counts a chunk with a NaN or an infinity
-// again), and the largest ratio of each lane, dividing only where an
-// element may beat it. It needs no gate, so it never asks for the busy
-// loop (again stays 0).
+// again), and the largest ratio of each lane.
+//
+// Go keeps few floats in registers, so the work is split in two loops that
+// each fit (codec_fused_gen.go, written by ./internal/kernelgen for each
+// published dtype): squares adds Σp² and Σe², four lanes an iteration;
+// the lane loop adds Σ|d|, Σd², Σp·e, Σs², the count outside the
+// tolerance and the largest |d| (as bits: non-negative floats order as
+// their bits do; a chunk with a NaN, whose bits would win, is measured
+// again by the kernel). Like the assembly's gated loop it looks closer only
+// at an element not below gate·s (gate the least of (1+StepMargin)/2 and
+// the lane's trigger, which only grows, so every element outside or that
+// may beat the largest ratio is looked at, and so is one with a NaN, a
+// negative or an infinite step), and divides only where an element may
+// beat the ratio.
+
+// A goLoop is one of the generated Go loops over n elements.
+type goLoop func(p, e, s unsafe.Pointer, n int, st *laneState, sl *stepLanes)
 
 // goCodecLoop returns the Go codec loop for a published dtype (BF16, F16
 // or F32) against decoded F32, or nil.
@@ -23,67 +37,44 @@ func goCodecLoop(p, e safetensors.DType) codecLoop {
 	if e != safetensors.F32 {
 		return nil
 	}
+	var squares, withRtol, atolOnly goLoop
 	switch p {
-	case safetensors.BF16, safetensors.F16, safetensors.F32:
+	case safetensors.BF16:
+		squares, withRtol, atolOnly = squaresBF16, codecLanesBF16, codecLanesBF16Atol
+	case safetensors.F16:
+		squares, withRtol, atolOnly = squaresF16, codecLanesF16, codecLanesF16Atol
+	case safetensors.F32:
+		squares, withRtol, atolOnly = squaresF32, codecLanesF32, codecLanesF32Atol
 	default:
 		return nil
 	}
-	psz := p.Bits() / 8
 	return func(pb, eb, sb *byte, n int, st *laneState, sl *stepLanes) {
-		n &^= lanes - 1
-		var buf [stepChunk]float32
-		for off := 0; off < n; off += stepChunk {
-			m := min(stepChunk, n-off)
-			pv := buf[:m]
-			decodeFloat32(p, unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(pb), off*psz)), m*psz), pv)
-			ev := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(eb), 4*off)), m)
-			sv := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(sb), 4*off)), m)
-			codecLanes(pv, ev, sv, st, sl)
+		pp, ep, sp := unsafe.Pointer(pb), unsafe.Pointer(eb), unsafe.Pointer(sb)
+		squares(pp, ep, sp, n, st, sl)
+		if st.rtol == [lanes]float64{} {
+			atolOnly(pp, ep, sp, n, st, sl)
+		} else {
+			withRtol(pp, ep, sp, n, st, sl)
 		}
 	}
 }
 
-// codecLanes measures len(pv) elements (a multiple of 4): statistics into
-// st, steps into sl.
-func codecLanes(pv, ev, sv []float32, st *laneState, sl *stepLanes) {
-	ev, sv = ev[:len(pv)], sv[:len(pv)]
+// lookCloser measures an element of lane l whose |d| is not below gate·s:
+// it counts it outside its half step, makes its ratio the lane's largest
+// if it is, and returns the lane's gate. Not inlined: inline, its
+// constants cost the loops' every iteration a reload.
+//
+//go:noinline
+func lookCloser(ad, s float64, sl *stepLanes, l int) float64 {
 	const k2 = (1 + StepMargin) / 2
-	for l := range min(lanes, len(pv)) {
-		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
-		atol, rtol := st.atol[l], st.rtol[l]
-		mx, tol := st.max[l], uint64(0)
-		s2, rmax, trig, out := sl.s2[l], sl.rmax[l], sl.trig[l], uint64(0)
-		for i := l; i < len(pv); i += lanes {
-			p, e, s := float64(pv[i]), float64(ev[i]), float64(sv[i])
-			d := e - p
-			ad := math.Abs(d)
-			// Products of widened float32 values are exact: fused or not,
-			// the sums are the same. d·d is not: it is rounded first.
-			sAbs += ad
-			sD2 += float64(d * d)
-			sP2 += p * p
-			sE2 += e * e
-			sPE += p * e
-			if ad > atol+float64(rtol*math.Abs(p)) {
-				tol++
-			}
-			if ad > mx {
-				mx = ad
-			}
-			s2 += s * s
-			if ad > float64(k2*s) {
-				out++
-			}
-			if ad > float64(trig*s) && ad-ad == 0 {
-				r := ad / float64(s*0.5)
-				if r > rmax { // a NaN (a NaN step) is no ratio
-					rmax = r
-					trig = rmax * maxSkip * 0.5
-				}
-			}
-		}
-		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
-		st.max[l], st.out[l] = mx, st.out[l]+tol
-		sl.s2[l], sl.rmax[l], sl.trig[l], sl.out[l] = s2, rmax, trig, sl.out[l]+out
+	if ad > k2*s {
+		sl.out[l]++
 	}
+	if ad > sl.trig[l]*s && ad-ad == 0 {
+		if r := ad / (s * 0.5); r > sl.rmax[l] { // a NaN (a NaN step) is no ratio
+			sl.rmax[l] = r
+			sl.trig[l] = r * maxSkip * 0.5
+		}
+	}
+	return min(sl.trig[l], k2)
 }

@@ -122,7 +122,7 @@ func codecLoopCase(rng *rand.Rand, n int, special bool) (pv, ev []float64, steps
 		if !special || rng.IntN(64) != 0 {
 			continue
 		}
-		switch rng.IntN(6) {
+		switch rng.IntN(8) {
 		case 0:
 			ev[i] = math.NaN()
 		case 1:
@@ -136,6 +136,10 @@ func codecLoopCase(rng *rand.Rand, n int, special bool) (pv, ev []float64, steps
 		case 5: // equal in every dtype
 			pv[i] = float64(math.Float32frombits(math.Float32bits(float32(pv[i])) &^ 0xFFFF))
 			ev[i] = pv[i]
+		case 6: // no codec writes one; the gate must still look closer
+			steps[i] = -steps[i]
+		case 7:
+			steps[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
 		}
 	}
 	return pv, ev, steps

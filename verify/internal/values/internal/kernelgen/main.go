@@ -66,9 +66,10 @@ func main() {
 		"kernels_gen.go":       portable(),
 		"kernels_gen_amd64.go": declarations(),
 		"kernels_amd64.s":      assembly(),
+		"codec_fused_gen.go":   codecLoops(),
 	}
 	stale := false
-	for _, name := range []string{"kernels_gen.go", "kernels_gen_amd64.go", "kernels_amd64.s"} {
+	for _, name := range []string{"kernels_gen.go", "kernels_gen_amd64.go", "kernels_amd64.s", "codec_fused_gen.go"} {
 		if *check {
 			old, err := os.ReadFile(name)
 			if err != nil {
@@ -179,6 +180,83 @@ func laneLoop(decode string) string {
 }
 
 // declarations writes the Go side of the assembly.
+// codecLoops writes the Go codec loops (see codec_fused_go.go): for each
+// published dtype against decoded F32 values and their steps, the squares
+// loop and the lane loop, the latter with and without a relative
+// tolerance (its |p| and product cost the loop a sixth of its time).
+func codecLoops() []byte {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("package values\n\nimport (\n\t\"math\"\n\t\"unsafe\"\n)\n")
+	for _, p := range dtypes {
+		setup, value := p.setup, strings.ReplaceAll(p.value, "%s", "*(*"+p.raw+")(unsafe.Add(pp, "+fmt.Sprint(p.size)+"*i))")
+		if p.name == "BF16" { // a shift costs less than the table's cache lines
+			value, setup = "float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))", ""
+		}
+		fmt.Fprintf(&b, "\n// squares%s adds Σp² and Σe² of n (a multiple of 4) %s elements at pp\n// and F32 values at ep, four lanes an iteration.\n", p.name, p.name)
+		fmt.Fprintf(&b, "func squares%s(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", p.name)
+		b.WriteString(setup)
+		// Go does not unroll loops: the four lanes are written out, so
+		// that their twelve sums stay in registers.
+		b.WriteString("\tp0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]\n")
+		b.WriteString("\te0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]\n")
+		b.WriteString("\tvar p, e float64\n\tfor i := 0; i+lanes <= n; i += lanes {\n")
+		for l := range 4 {
+			at := func(ptr string, size int) string {
+				if l == 0 {
+					return fmt.Sprintf("unsafe.Add(%s, %d*i)", ptr, size)
+				}
+				return fmt.Sprintf("unsafe.Add(%s, %d*i+%d)", ptr, size, size*l)
+			}
+			v := strings.ReplaceAll(value, "unsafe.Add(pp, "+fmt.Sprint(p.size)+"*i)", at("pp", p.size))
+			fmt.Fprintf(&b, "\t\tp, e = %s, float64(*(*float32)(%s))\n", v, at("ep", 4))
+			fmt.Fprintf(&b, "\t\tp%d += p * p\n\t\te%d += e * e\n", l, l)
+		}
+		b.WriteString("\t}\n")
+		b.WriteString("\tst.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}\n}\n")
+		for _, rel := range []bool{true, false} {
+			name, what, tol, rtol := "codecLanes"+p.name, "", "atol+float64(rtol*math.Abs(p))", ", st.rtol[l]"
+			vars := "atol, rtol"
+			if !rel {
+				name, what, tol, rtol, vars = name+"Atol", " (Rtol 0)", "atol", "", "atol"
+			}
+			fmt.Fprintf(&b, "\n// %s adds the lane statistics and steps%s of n (a\n// multiple of 4) %s elements at pp against F32 values at ep with steps\n// at sp.\n", name, what, p.name)
+			fmt.Fprintf(&b, "func %s(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", name)
+			b.WriteString(setup)
+			b.WriteString("\tconst k2 = (1 + StepMargin) / 2\n\tfor l := range min(lanes, n) {\n")
+			b.WriteString("\t\tsAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]\n")
+			fmt.Fprintf(&b, "\t\t%s := st.atol[l]%s\n", vars, rtol)
+			b.WriteString("\t\tmx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)\n\t\ts2, gate := sl.s2[l], min(sl.trig[l], k2)\n")
+			b.WriteString("\t\tfor i := l; i < n; i += lanes {\n")
+			fmt.Fprintf(&b, "\t\t\tp, e, s := %s, float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))\n", value)
+			fmt.Fprintf(&b, `			d := e - p
+			ad := math.Abs(d)
+			sAbs += ad
+			sD2 += float64(d * d)
+			sPE += p * e
+			s2 += s * s
+			if ad > %s {
+				tol++
+			}
+			mx = max(mx, math.Float64bits(ad))
+			if !(ad < gate*s) {
+				gate = lookCloser(ad, s, sl, l)
+			}
+		}
+		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
+		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
+	}
+}
+`, tol)
+		}
+	}
+	src, err := format.Source([]byte(b.String()))
+	if err != nil {
+		panic(err)
+	}
+	return src
+}
+
 func declarations() []byte {
 	var b strings.Builder
 	b.WriteString(header)
