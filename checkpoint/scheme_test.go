@@ -36,6 +36,11 @@ func TestRegisterScheme(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got Options
+	t.Cleanup(func() { // so that -count=2 registers it afresh
+		schemesMu.Lock()
+		defer schemesMu.Unlock()
+		delete(schemes, "testmem")
+	})
 	RegisterScheme("TestMem", func(ctx context.Context, p string, opt Options) (*Location, error) {
 		got = opt
 		return &Location{Source: Dir(dir), Hub: &HubRef{Repo: "org/name"}, Remote: &Remote{Kind: "testmem", Name: p}}, nil
