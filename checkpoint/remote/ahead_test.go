@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,5 +229,111 @@ func TestReadAheadLaggingReader(t *testing.T) {
 	}
 	if asked[aheadChunk] != 1 {
 		t.Errorf("chunk 1 asked for %d times (requests at %v)", asked[aheadChunk], obj.offs)
+	}
+}
+
+// writeRandom writes a file of n random-ish bytes named name in dir.
+func writeRandom(t *testing.T, dir, name string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	x := uint32(1)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReadAheadSequential(t *testing.T) {
+	dir := t.TempDir()
+	const size = 5*aheadChunk + 12345
+	want := writeRandom(t, dir, "big.safetensors", size)
+	s := serve(t, dir)
+	var w waits
+	opt := remoteOpts(&w)
+	var b Base
+	f, err := b.OpenFile(context.Background(), s.URL+"/big.safetensors", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.Reset()
+	// Eight readers take 512 KiB blocks in order, as the value engine does.
+	const block = 512 << 10
+	var next atomic.Int64
+	next.Store(headerProbe)
+	got := make([]byte, size)
+	copy(got, want[:headerProbe])
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				off := next.Add(block) - block
+				if off >= size {
+					return
+				}
+				n := min(block, size-off)
+				if _, err := f.ReadAt(got[off:off+n], off); err != nil && err != io.EOF {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes differ")
+	}
+	// Whole chunks, few requests; only blocks read before the reads looked
+	// sequential (one per reader at most) are read twice.
+	if s.Requests() > 20 || s.Bytes() > size+8*block {
+		t.Errorf("%d requests, %d bytes for a %d-byte file", s.Requests(), s.Bytes(), size)
+	}
+	b.pool.mu.Lock()
+	if b.pool.made > aheadBuffers {
+		t.Errorf("%d chunk buffers made", b.pool.made)
+	}
+	b.pool.mu.Unlock()
+}
+
+func TestReadAheadRandom(t *testing.T) {
+	dir := t.TempDir()
+	const size = 8 * aheadChunk
+	want := writeRandom(t, dir, "big.safetensors", size)
+	s := serve(t, dir)
+	var w waits
+	opt := remoteOpts(&w)
+	f, err := new(Base).OpenFile(context.Background(), "big", &httpObject{client: newHTTPClient("", "", nil), url: s.URL + "/big.safetensors", display: "big"}, headerProbe, &opt.Remote, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.Reset()
+	// Reads that jump about transfer only their own bytes.
+	var asked int64
+	for _, off := range []int64{7 * aheadChunk, 2*aheadChunk + 5, 5 * aheadChunk, 3*aheadChunk + 100, aheadChunk} {
+		p := make([]byte, 4096)
+		if _, err := f.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p, want[off:off+4096]) {
+			t.Fatalf("bytes at %d differ", off)
+		}
+		asked += 4096
+	}
+	if s.Bytes() != asked {
+		t.Errorf("%d bytes served for %d asked", s.Bytes(), asked)
+	}
+	// A replaced file is an error on the chunked path too.
+	name := filepath.Join(dir, "big.safetensors")
+	os.Chtimes(name, time.Now(), time.Now().Add(time.Hour))
+	p := make([]byte, 4096)
+	_, err1 := f.ReadAt(p, aheadChunk+4096)
+	_, err2 := f.ReadAt(p, aheadChunk+8192)
+	if !errors.Is(err1, checkpoint.ErrChanged) && !errors.Is(err2, checkpoint.ErrChanged) {
+		t.Errorf("replaced file: %v, %v", err1, err2)
 	}
 }
