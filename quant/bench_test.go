@@ -39,43 +39,8 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range codecs {
-		sizes := make([]uint64, len(c.Parts()))
-		if err := c.Sizes(d, sizes); err != nil {
-			b.Fatal(err)
-		}
-		parts := make([][]byte, len(sizes))
-		for i, s := range sizes {
-			parts[i] = make([]byte, s)
-			for j := range parts[i] {
-				parts[i][j] = byte(rng.UintN(256)) & 0x77 // finite scales, in-range indices below
-			}
-			if p := c.Parts()[i]; p.Role == quant.Scale && p.DType == tensorfile.F16 {
-				for j := 0; j+2 <= len(parts[i]); j += 2 { // normal scales of 2^-10 to 2^-6, as exports have
-					binary.LittleEndian.PutUint16(parts[i][j:], uint16(0x1400+rng.UintN(0x1000)))
-				}
-			}
-			if c.Parts()[i].Role == quant.Index {
-				for j := range parts[i] {
-					parts[i][j] = 0
-				}
-				for col := range cols {
-					parts[i][4*col] = byte(col / 128)
-				}
-			}
-		}
 		const step = 128
-		var ranges [][][]byte
-		for r0 := uint64(0); r0 < rows; r0 += step {
-			spans, err := c.Spans(d, r0, r0+step, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			g, err := quant.Gather(parts, spans, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ranges = append(ranges, g)
-		}
+		ranges := benchRanges(b, c, d, step, rng)
 		dst := make([]float32, step*cols)
 		b.Run(c.String(), func(b *testing.B) {
 			b.ReportAllocs()
