@@ -34,6 +34,15 @@ type Tensor struct {
 	// Shape[n-2]]): the logical tensor is their transpose, tile by tile.
 	// A transposed layout moves no bytes; readers transpose what they read.
 	Transposed bool
+	// Interleave, when set, says the segments hold len(Interleave) tensors
+	// one after the other, each cut into the same number of units, the
+	// w-th's units Interleave[w] bytes, and that the tensor's bytes (as
+	// stored: before Transposed) are those units taken in turn, one of each
+	// tensor a round (concat's groups=: llama.cpp splits gpt-oss's
+	// gate_up_proj, whose rows alternate gate and up, into two tensors).
+	// The segments stay few; readers interleave what they read. An
+	// interleaved tensor is not cut or joined again.
+	Interleave []uint64
 	// Source says where the tensor came from: the physical name, with the
 	// slice taken ("layers.1.moe.experts.w1[3]").
 	Source string

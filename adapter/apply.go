@@ -301,7 +301,16 @@ func (a stage) apply(in []Tensor, env Env, v *View, b *budget) []Tensor {
 				continue
 			}
 			var joined Tensor
-			if joined, err = concat(parts, r.dim, b); err == nil {
+			var every int64 // 0: one after the other
+			if r.every != nil {
+				if every, err = r.every.eval(env, false); err == nil && every <= 0 {
+					err = fmt.Errorf("every=%s is %d: want a positive number", r.every.text, every)
+				}
+			}
+			if err == nil {
+				joined, err = concat(parts, r.dim, every, b)
+			}
+			if err == nil {
 				if joined.Name, err = r.dst[0].expandEnv(caps, env); err == nil {
 					out = append(out, joined)
 				}

@@ -46,6 +46,7 @@ type rule struct {
 	stage   int // the rules after the n-th "then" line
 	dim     int
 	groups  *expr
+	every   *expr // concat: rows of each source in turn
 	sizes   []*expr
 	heads   *expr
 	add     float64 // add=: added to every value of what the mapping makes
@@ -69,7 +70,7 @@ var ruleSpecs = sync.OnceValue(func() map[string]ruleSpec {
 		"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add"}, build: buildMapping},
 		"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add"}, build: buildMapping},
 		"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add"}, build: buildMapping},
-		"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "add"}, build: buildConcat},
+		"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "every", "add"}, build: buildConcat},
 		"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add"}, required: []string{"heads"}, build: buildMapping},
 		"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
 		"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
@@ -89,6 +90,10 @@ var optionSpecs = map[string]func(r *rule, v string) error{
 	},
 	"groups": func(r *rule, v string) (err error) {
 		r.groups, err = parseExpr(v)
+		return err
+	},
+	"every": func(r *rule, v string) (err error) {
+		r.every, err = parseExpr(v)
 		return err
 	},
 	"sizes": func(r *rule, v string) error {
@@ -223,8 +228,13 @@ func words(line string) []string {
 //	split SRC DST... [dim=N] [groups=E] [sizes=E,...]
 //	                                     along dim N (default 0), made of `groups` repeats
 //	                                     of blocks of the given sizes (default equal parts)
-//	concat SRC+SRC... DST [dim=N]        several tensors joined along dim N into one, in
-//	                                     the order listed, whichever comes first in the file
+//	concat SRC+SRC... DST [dim=N] [every=E]
+//	                                     several tensors joined along dim N into one, in
+//	                                     the order listed, whichever comes first in the file;
+//	                                     with every, dim N takes E of each source's in turn,
+//	                                     the sources of one size (every=1: gate and up rows
+//	                                     alternate): no bytes move, the tensor reads its
+//	                                     sources interleaved (see Tensor.Interleave)
 //	permute SRC DST heads=E              rotary row order: DST = SRC.view(heads, rows/heads/2,
 //	                                     2, cols).transpose(1, 2).reshape(rows, cols)
 //	transpose SRC DST                    DST = SRC.mT: the last two dimensions swapped.
@@ -263,7 +273,7 @@ func words(line string) []string {
 // the whole name instead, and captures nothing. A mapping sees the name as
 // the rewrites before it left it; so do concat's other sources, which must
 // capture the same names as the first. Options are the trailing KEY=VALUE
-// words whose KEY is an option name (dim, groups, sizes, heads, add), and only
+// words whose KEY is an option name (dim, groups, every, sizes, heads, add), and only
 // for the rules that take options; any other word is an argument, "=" and
 // all, so a template or a regex replacement may hold "=". Expressions E are
 // integers and config.json fields (num_attention_heads, num_key_value_heads,

@@ -61,6 +61,9 @@ func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env
 	case opPermute:
 		cut = 0
 	}
+	if t.Interleave != nil {
+		return out, fmt.Errorf("%s is read interleaved from %d tensors; it cannot be cut", t.Source, len(t.Interleave))
+	}
 	if t.Transposed && cut >= len(t.Shape)-2 {
 		return out, fmt.Errorf("shape %s is stored transposed; it can be cut only along its leading dimensions, not dimension %d",
 			safetensors.FormatShape(t.Shape), cut)
@@ -266,8 +269,9 @@ func describeCut(dim, rank int, groups int64, offset, size, block uint64) string
 }
 
 // concat joins tensors along dim, in the order given; all other
-// dimensions must agree.
-func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
+// dimensions must agree. With every > 0, the parts are of one shape, and
+// the joined dim takes every of each part's in turn.
+func concat(parts []Tensor, dim int, every int64, b *budget) (Tensor, error) {
 	first := parts[0]
 	if dim >= len(first.Shape) {
 		return Tensor{}, fmt.Errorf("shape %s has no dimension %d", safetensors.FormatShape(first.Shape), dim)
@@ -283,6 +287,13 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 	shape[dim] = 0
 	sources := make([]string, len(parts))
 	for i, p := range parts {
+		if p.Interleave != nil {
+			return Tensor{}, fmt.Errorf("%s is read interleaved from %d tensors; it cannot be joined again", p.Source, len(p.Interleave))
+		}
+		if every > 0 && (p.Shape[dim] != first.Shape[dim] || p.Shape[dim]%uint64(every) != 0) {
+			return Tensor{}, fmt.Errorf("cannot take %d of %s and %s along dimension %d in turn", every,
+				safetensors.FormatShape(first.Shape), safetensors.FormatShape(p.Shape), dim)
+		}
 		if p.Transposed != first.Transposed {
 			return Tensor{}, fmt.Errorf("cannot join a tensor stored transposed with one that is not")
 		}
@@ -308,6 +319,9 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 	}
 	joined := Tensor{DType: first.DType, Shape: shape, Source: strings.Join(sources, "+"), Transposed: first.Transposed, Add: first.Add}
 	inner := uint64(first.DType.Bits()/8) * product(first.Shape[dim+1:])
+	if every > 0 {
+		return interleaved(joined, parts, dim, uint64(every), inner, b)
+	}
 	outer := product(first.Shape[:dim])
 	if inner == 0 || shape[dim] == 0 {
 		outer = 0 // no bytes
@@ -332,6 +346,31 @@ func concat(parts []Tensor, dim int, b *budget) (Tensor, error) {
 			joined.Segments = srcs[i].appendRange(joined.Segments, o*n, n)
 		}
 	}
+	return joined, nil
+}
+
+// interleaved is the join of parts along dim taking every of each part's
+// rows (of inner bytes) in turn: the tensor keeps its parts' segments,
+// whole, and reads them a unit of every rows at a time (Tensor.Interleave).
+func interleaved(joined Tensor, parts []Tensor, dim int, every, inner uint64, b *budget) (Tensor, error) {
+	var pieces uint64
+	for _, p := range parts {
+		pieces += uint64(len(p.Segments))
+	}
+	if inner == 0 || joined.Shape[dim] == 0 || product(joined.Shape[:dim]) == 0 {
+		return joined, nil // no bytes
+	}
+	if err := checkLayout(joined, pieces); err != nil {
+		return Tensor{}, err
+	}
+	if !b.reserve(1, pieces) {
+		return Tensor{}, errLimit
+	}
+	for _, p := range parts {
+		joined.Segments = append(joined.Segments, p.Segments...)
+		joined.Interleave = append(joined.Interleave, every*inner) // at most the part's bytes
+	}
+	joined.Source = "interleave(" + strings.ReplaceAll(joined.Source, "+", ", ") + fmt.Sprintf("; %d along dim %d)", every, dim)
 	return joined, nil
 }
 

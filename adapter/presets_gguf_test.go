@@ -137,9 +137,7 @@ func TestGGUFPresetsMore(t *testing.T) {
 
 // TestGGUFPresetsUnrebuilt: what llama.cpp writes in a layout a logical
 // tensor cannot hold is dropped with its reason (DeepSeek's kv_b_proj split
-// per head into attn_k_b, transposed, and attn_v_b; gpt-oss's interleaved
-// gate_up_proj split into ffn_gate_exps and ffn_up_exps); gpt-oss's
-// ffn_down_exps [E, H, ff] is HF's down_proj [E, ff, H] read transposed.
+// per head into attn_k_b, transposed, and attn_v_b).
 func TestGGUFPresetsUnrebuilt(t *testing.T) {
 	v := Chain{preset("gguf-deepseek2")}.Apply([]safetensors.TensorInfo{f32("blk.0.attn_k_b.weight", 0, 2, 4, 3),
 		f32("blk.0.attn_v_b.weight", 96, 2, 5, 4), f32("blk.0.attn_kv_b.weight", 256, 16, 4)}, Env{})
@@ -151,14 +149,30 @@ func TestGGUFPresetsUnrebuilt(t *testing.T) {
 			t.Errorf("%s dropped for %q", d.Name, d.Reason)
 		}
 	}
-	v = Chain{preset("gguf-gpt-oss")}.Apply([]safetensors.TensorInfo{f32("blk.0.ffn_gate_exps.weight", 0, 2, 3, 4),
+}
+
+// TestGGUFPresetGptOssExperts: gpt-oss's ffn_down_exps [E, H, ff] is HF's
+// down_proj [E, ff, H] read transposed; ffn_gate_exps and ffn_up_exps
+// [E, ff, H] are HF's gate_up_proj [E, H, 2ff] read a row of each in turn,
+// then transposed, and their biases [E, ff] gate_up_proj_bias [E, 2ff],
+// a value of each in turn. No byte moves: each keeps its sources whole.
+func TestGGUFPresetGptOssExperts(t *testing.T) {
+	v := Chain{preset("gguf-gpt-oss")}.Apply([]safetensors.TensorInfo{f32("blk.0.ffn_gate_exps.weight", 0, 2, 3, 4),
 		f32("blk.0.ffn_up_exps.weight", 96, 2, 3, 4), f32("blk.0.ffn_gate_exps.bias", 192, 2, 3), f32("blk.0.ffn_up_exps.bias", 216, 2, 3),
 		f32("blk.0.ffn_down_exps.weight", 240, 2, 4, 3)}, Env{})
-	if len(v.Dropped) != 4 || len(v.Errors) > 0 || len(v.Tensors) != 1 {
-		t.Fatalf("gpt-oss: names %v, dropped %v, errors %v", names(v), v.Dropped, v.Errors)
+	if len(v.Dropped) != 0 || len(v.Errors) > 0 || len(v.Tensors) != 3 || len(v.Absent) != 0 {
+		t.Fatalf("gpt-oss: names %v, dropped %v, errors %v, absent %v", names(v), v.Dropped, v.Errors, v.Absent)
 	}
-	if d := v.Tensors[0]; d.Name != "model.layers.0.mlp.experts.down_proj" || !d.Transposed || !slices.Equal(d.Shape, []uint64{2, 3, 4}) {
+	if d, _ := v.Tensor("model.layers.0.mlp.experts.down_proj"); !d.Transposed || !slices.Equal(d.Shape, []uint64{2, 3, 4}) || d.Interleave != nil {
 		t.Errorf("down_proj: %+v", d)
+	}
+	gu, _ := v.Tensor("model.layers.0.mlp.experts.gate_up_proj")
+	if !gu.Transposed || !slices.Equal(gu.Shape, []uint64{2, 4, 6}) || !slices.Equal(gu.Interleave, []uint64{16, 16}) ||
+		!slices.Equal(gu.Segments, []Segment{{0, 0, 96}, {1, 0, 96}}) {
+		t.Errorf("gate_up_proj: %+v", gu)
+	}
+	if b, _ := v.Tensor("model.layers.0.mlp.experts.gate_up_proj_bias"); !slices.Equal(b.Shape, []uint64{2, 6}) || !slices.Equal(b.Interleave, []uint64{4, 4}) {
+		t.Errorf("gate_up_proj_bias: %+v", b)
 	}
 }
 

@@ -169,3 +169,51 @@ func TestAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestConcatEvery: concat with every= takes that many of each source's
+// rows in turn without moving a byte: the joined tensor keeps the
+// sources' segments and says its units (gpt-oss's gate_up_proj from
+// llama.cpp's ffn_gate_exps and ffn_up_exps, read transposed after); an
+// interleaved tensor is not cut or joined again, and sources of two sizes
+// or a count that does not divide them are errors.
+func TestConcatEvery(t *testing.T) {
+	in := []safetensors.TensorInfo{f32("gate", 0, 2, 4, 3), f32("up", 96, 2, 4, 3), f32("short", 192, 2, 2, 3), f32("v", 240, 4)}
+	tests := []struct {
+		name, rules string
+		err         string // "" for success
+		check       func(v *View) bool
+	}{
+		{"a row of each", "concat gate+up gu dim=1 every=1", "", func(v *View) bool {
+			gu, ok := v.Tensor("gu")
+			return ok && !gu.Transposed && slices.Equal(gu.Shape, []uint64{2, 8, 3}) && slices.Equal(gu.Segments, []Segment{{0, 0, 96}, {1, 0, 96}}) &&
+				slices.Equal(gu.Interleave, []uint64{12, 12}) && gu.Source == "interleave(gate, up; 1 along dim 1)"
+		}},
+		{"two rows of each, by config", "concat gate+up gu dim=1 every=num_key_value_heads", "", func(v *View) bool {
+			gu, ok := v.Tensor("gu")
+			return ok && slices.Equal(gu.Shape, []uint64{2, 8, 3}) && slices.Equal(gu.Interleave, []uint64{24, 24})
+		}},
+		{"then transposed", "concat gate+up gu dim=1 every=1\nthen\ntranspose gu w", "", func(v *View) bool {
+			w, ok := v.Tensor("w")
+			return ok && w.Transposed && slices.Equal(w.Shape, []uint64{2, 3, 8}) && slices.Equal(w.Interleave, []uint64{12, 12})
+		}},
+		{"values of a vector", "concat v+v2 w dim=0 every=1", "", func(v *View) bool {
+			w, ok := v.Tensor("w")
+			return ok && slices.Equal(w.Shape, []uint64{8}) && slices.Equal(w.Interleave, []uint64{4, 4})
+		}},
+		{"then cut", "concat gate+up gu dim=1 every=1\nthen\nunstack gu e.{e}", "cannot be cut", nil},
+		{"then joined", "concat gate+up gu dim=1 every=1\nthen\nconcat gu+v x", "cannot be joined again", nil},
+		{"two sizes", "concat gate+short gs dim=1 every=1", "in turn", nil},
+		{"not dividing", "concat gate+up gu dim=1 every=3", "in turn", nil},
+		{"zero", "concat gate+up gu dim=1 every=num_key_value_heads-2", "want a positive number", nil},
+	}
+	in = append(in, f32("v2", 256, 4))
+	for _, tt := range tests {
+		v := Chain{parseRules(t, tt.rules)}.Apply(in, Env{"num_key_value_heads": 2})
+		switch {
+		case tt.err == "" && (len(v.Errors) > 0 || !tt.check(v)):
+			t.Errorf("%s: %v %v", tt.name, names(v), v.Errors)
+		case tt.err != "" && (len(v.Errors) == 0 || !strings.Contains(v.Errors[0].Message, tt.err)):
+			t.Errorf("%s: errors %v, want %q", tt.name, v.Errors, tt.err)
+		}
+	}
+}

@@ -29,6 +29,9 @@ func writeExplanation(w io.Writer, ex *verify.Explanation) error {
 			if t.Stored != nil {
 				fmt.Fprintf(&b, "    stored transposed as %s: read a tile at a time and transposed\n", safetensors.FormatShape(t.Stored))
 			}
+			if t.Interleave != nil {
+				fmt.Fprintf(&b, "    interleaved: units of %v bytes, one of each segment's tensor in turn\n", t.Interleave)
+			}
 			for n, s := range t.Segments {
 				if n == maxExplainedLines {
 					fmt.Fprintf(&b, "    ... more segments (%d listed in JSON)\n", len(t.Segments))

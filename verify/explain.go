@@ -47,8 +47,12 @@ type ExplainedTensor struct {
 	// Stored is set when the segments hold the tensor transposed: the
 	// shape they hold, Shape with its last two dimensions swapped. The
 	// values are read a tile at a time and transposed.
-	Stored   []uint64         `json:"stored_transposed,omitempty"`
-	Segments []ExplainedBytes `json:"segments"`
+	Stored []uint64 `json:"stored_transposed,omitempty"`
+	// Interleave is set when the segments hold several tensors whose
+	// units of these bytes, one of each in turn, make the tensor's bytes
+	// (adapter.Tensor.Interleave).
+	Interleave []uint64         `json:"interleave_units,omitempty"`
+	Segments   []ExplainedBytes `json:"segments"`
 }
 
 // ExplainedBytes is a byte range of a physical tensor.
@@ -87,7 +91,7 @@ func (d *Comparison) Explain(key string) *Explanation {
 }
 
 func explainTensor(t adapter.Tensor, src []Source) *ExplainedTensor {
-	et := &ExplainedTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Source: t.Source, Rule: t.Rule}
+	et := &ExplainedTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Source: t.Source, Rule: t.Rule, Interleave: t.Interleave}
 	if n := len(t.Shape); t.Transposed && n >= 2 {
 		et.Stored = slices.Clone(t.Shape)
 		et.Stored[n-2], et.Stored[n-1] = et.Stored[n-1], et.Stored[n-2]

@@ -71,8 +71,17 @@ func bindGGML(m *Mapped) {
 		shape := slices.Clone(t.Shape)
 		shape[bytesDim] = t.Shape[bytesDim] / b.Bytes * b.Elements
 		c, ok := quant.GGML(enc)
+		scheme := "ggml:" + enc.String()
+		// A join of tensors of two block types of one block size (Q4_0 and
+		// IQ4_NL) is no one encoding.
+		for _, seg := range t.Segments {
+			if other := m.Sources[seg.Source].Encoding; other != enc {
+				ok, scheme = false, "ggml:"+enc.String()+"+"+other.String()
+				break
+			}
+		}
 		if !ok {
-			c = &quant.Unsupported{Scheme: "ggml:" + enc.String(), Layout: []quant.Part{{Role: quant.Data, DType: tensorfile.U8}}}
+			c = &quant.Unsupported{Scheme: scheme, Layout: []quant.Part{{Role: quant.Data, DType: tensorfile.U8}}}
 		}
 		t.Quant = &adapter.Quantized{Codec: c, Shape: shape, Parts: []string{t.Name}}
 	}

@@ -96,12 +96,11 @@ func ggufF32(name string, shape []uint64, v []float32) w.Tensor {
 // and ffn_down_exps (GGML MXFP4, the published rows) as down_proj read
 // transposed, of the published shape: its values are compared through the
 // GGML codec's bands of columns (ColumnSpans), as its bias's are. HF's
-// interleaved gate_up_proj,
-// which the converter splits into ffn_gate_exps (even rows) and
-// ffn_up_exps (odd rows), is not rebuilt: dropped, and the published
-// gate_up_proj and its bias said absent (adapter_absent, no missing key),
-// so gate and up written the wrong way round go unnoticed. A tensor of another layer, a tensor left out and a
-// swapped expert fail.
+// interleaved gate_up_proj, which the converter splits into ffn_gate_exps
+// (even rows) and ffn_up_exps (odd rows), is read back from the two in
+// turn, transposed, and compared the same way; its bias too, element by
+// element. A tensor of another layer, a tensor left out, a swapped expert,
+// and gate and up (or their biases) the wrong way round fail.
 func TestDiffGGUFGptOss(t *testing.T) {
 	const experts, hidden, ff = 2, tinyHidden, 32
 	rng := rand.New(rand.NewPCG(25, 6))
@@ -149,16 +148,19 @@ func TestDiffGGUFGptOss(t *testing.T) {
 		edit     ggufEdit
 		reversed bool // blk.1.ffn_down_exps and its bias stacked expert 1 first
 		gateUp   bool // ffn_gate_exps written from the odd rows, ffn_up_exps from the even
+		biases   bool // their biases too, in blk.1
 		want     []string
 	}{
-		{"faithful", ggufEdit{}, false, false, nil},
-		{"other layer", ggufEdit{swap: [2]string{"blk.1.attn_q.weight", "blk.0.attn_q.weight"}}, false, false,
+		{"faithful", ggufEdit{}, false, false, false, nil},
+		{"other layer", ggufEdit{swap: [2]string{"blk.1.attn_q.weight", "blk.0.attn_q.weight"}}, false, false, false,
 			unrelated("model.layers.1.self_attn.q_proj.weight")},
-		{"missing", ggufEdit{drop: "blk.1.attn_sinks.weight"}, false, false, []string{"missing_key model.layers.1.self_attn.sinks"}},
-		{"experts swapped", ggufEdit{}, true, false, []string{"quantization_error model.layers.1.mlp.experts.down_proj",
+		{"missing", ggufEdit{drop: "blk.1.attn_sinks.weight"}, false, false, false, []string{"missing_key model.layers.1.self_attn.sinks"}},
+		{"experts swapped", ggufEdit{}, true, false, false, []string{"quantization_error model.layers.1.mlp.experts.down_proj",
 			"reinitialized model.layers.1.mlp.experts.down_proj", "reinitialized model.layers.1.mlp.experts.down_proj_bias"}},
-		// Not caught until the interleaved gate_up_proj can be rebuilt.
-		{"gate and up mixed up", ggufEdit{}, false, true, nil},
+		{"gate and up mixed up", ggufEdit{}, false, true, false, []string{
+			"quantization_error model.layers.0.mlp.experts.gate_up_proj", "quantization_error model.layers.1.mlp.experts.gate_up_proj",
+			"reinitialized model.layers.0.mlp.experts.gate_up_proj", "reinitialized model.layers.1.mlp.experts.gate_up_proj"}},
+		{"biases mixed up", ggufEdit{}, false, false, true, []string{"reinitialized model.layers.1.mlp.experts.gate_up_proj_bias"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := tt.edit
@@ -177,7 +179,7 @@ func TestDiffGGUFGptOss(t *testing.T) {
 				}
 				var gateBias, upBias []float32
 				for i, v := range x.gateUpBias.vals {
-					if i%2 == 0 {
+					if (i%2 == 0) != (tt.biases && l == 1) {
 						gateBias = append(gateBias, v)
 					} else {
 						upBias = append(upBias, v)
@@ -197,10 +199,8 @@ func TestDiffGGUFGptOss(t *testing.T) {
 			if len(unsupported) != 0 {
 				t.Errorf("quantized_unsupported %+v, want none: down_proj is read by bands of columns", unsupported)
 			}
-			checkAbsent(t, pub, exp, map[string][]string{
-				"model.layers.*.mlp.experts.gate_up_proj":      {"model.layers.0.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.gate_up_proj"},
-				"model.layers.*.mlp.experts.gate_up_proj_bias": {"model.layers.0.mlp.experts.gate_up_proj_bias", "model.layers.1.mlp.experts.gate_up_proj_bias"}})
-			if compared := len(dense) + 2*len(layers); len(tt.want) == 0 && (rep.Compared != compared || rep.Mismatched != 0) {
+			checkAbsent(t, pub, exp, nil)
+			if compared := len(dense) + 4*len(layers); len(tt.want) == 0 && (rep.Compared != compared || rep.Mismatched != 0) {
 				t.Errorf("compared %d (want %d), mismatched %d", rep.Compared, compared, rep.Mismatched)
 			}
 		})
@@ -239,8 +239,10 @@ func checkAbsent(t *testing.T, pub, exp string, want map[string][]string) *Compa
 // TestDiffGGUFGptOssBF16: a dequantized gpt-oss release (gate_up_proj
 // [E, H, 2ff], down_proj [E, ff, H], here F32) against its GGUF, which the
 // converter writes transposed: ffn_down_exps [E, H, ff] in a plain type is
-// read transposed and compared value for value; gate_up_proj is absent as
-// in the MXFP4 release. Two experts swapped in ffn_down_exps fail.
+// read transposed and compared value for value, and so is gate_up_proj,
+// from ffn_gate_exps and ffn_up_exps [E, ff, H] (its transpose's even and
+// odd rows) read in turn. Two experts swapped in ffn_down_exps, or gate
+// and up the wrong way round, fail.
 func TestDiffGGUFGptOssBF16(t *testing.T) {
 	const experts, hidden, ff = 2, tinyHidden, 32
 	rng := rand.New(rand.NewPCG(25, 9))
@@ -255,12 +257,14 @@ func TestDiffGGUFGptOssBF16(t *testing.T) {
 		"head_dim": 32, "num_hidden_layers": 1, "num_local_experts": experts, "intermediate_size": ff, "vocab_size": tinyVocab,
 		"tie_word_embeddings": true, "torch_dtype": "float32"})
 	for _, tt := range []struct {
-		name  string
-		order []int
-		want  []string
+		name   string
+		order  []int
+		gateUp bool // ffn_gate_exps written from the odd rows, ffn_up_exps from the even
+		want   []string
 	}{
-		{"faithful", []int{0, 1}, nil},
-		{"experts swapped", []int{1, 0}, []string{"reinitialized model.layers.0.mlp.experts.down_proj"}},
+		{"faithful", []int{0, 1}, false, nil},
+		{"experts swapped", []int{1, 0}, false, []string{"reinitialized model.layers.0.mlp.experts.down_proj"}},
+		{"gate and up mixed up", []int{0, 1}, true, []string{"reinitialized model.layers.0.mlp.experts.gate_up_proj"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tinyGGUFOf(dense, ggufEdit{arch: "gpt-oss", unpermuted: true, types: map[string]uint32{"blk.0.ffn_gate_inp.weight": uint32(gguf.TypeF32)}})
@@ -273,17 +277,33 @@ func TestDiffGGUFGptOssBF16(t *testing.T) {
 					}
 				}
 			}
-			f.Tensors = append(f.Tensors, ggufF32("blk.0.ffn_down_exps.weight", []uint64{experts, hidden, ff}, stored))
+			// gate_up_proj.transpose(-1, -2): [E, 2ff, H], its rows split
+			// data[:, ::2], data[:, 1::2].
+			var halves [2][]float32
+			for e := range experts {
+				for j := range 2 * ff {
+					k := j % 2
+					if tt.gateUp {
+						k = 1 - k
+					}
+					for h := range hidden {
+						halves[k] = append(halves[k], gateUp.vals[(e*hidden+h)*2*ff+j])
+					}
+				}
+			}
+			f.Tensors = append(f.Tensors, ggufF32("blk.0.ffn_down_exps.weight", []uint64{experts, hidden, ff}, stored),
+				ggufF32("blk.0.ffn_gate_exps.weight", []uint64{experts, ff, hidden}, halves[0]),
+				ggufF32("blk.0.ffn_up_exps.weight", []uint64{experts, ff, hidden}, halves[1]))
 			exp := filepath.Join(t.TempDir(), "model.gguf")
 			must(t, os.WriteFile(exp, f.Bytes(), 0o644))
 			got, rep := ggufErrors(t, pub, exp, "gguf-gpt-oss")
 			if want := slices.Sorted(slices.Values(tt.want)); !slices.Equal(got, want) {
 				t.Errorf("errors %q, want %q", got, want)
 			}
-			if compared := len(dense) + 1; rep.Compared != compared {
+			if compared := len(dense) + 2; rep.Compared != compared {
 				t.Errorf("compared %d, want %d", rep.Compared, compared)
 			}
-			checkAbsent(t, pub, exp, map[string][]string{"model.layers.*.mlp.experts.gate_up_proj": {gateUp.name}})
+			checkAbsent(t, pub, exp, nil)
 		})
 	}
 }

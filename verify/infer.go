@@ -122,6 +122,9 @@ func readBlock(t adapter.Tensor, srcs []Source, row0, col0, rows, cols uint64) (
 	default:
 		return nil, fmt.Errorf("%s: %s values are not sampled", t.Name, t.DType)
 	}
+	if t.Interleave != nil {
+		return nil, fmt.Errorf("%s: interleaved values are not sampled", t.Name)
+	}
 	out := make([]float64, 0, rows*cols)
 	n := len(t.Shape)
 	if n < 2 {

@@ -81,6 +81,9 @@ func decodes(t adapter.Tensor) bool {
 	if _, ok := q.Codec.(values.ColumnBander); t.Transposed && isGGML(t) && !ok {
 		return false // read transposed (gpt-oss's ffn_down_exps): the codec reads no band of its columns
 	}
+	if t.Interleave != nil && !isGGML(t) {
+		return false // the data interleaved, its companions not: no layout the engine reads
+	}
 	return !slices.Contains(q.Parts, "")
 }
 
@@ -173,7 +176,9 @@ func codecOperand(o *operand, segments func(adapter.Tensor, []Source) []values.S
 	// A GGUF block-typed tensor an adapter reads transposed (gpt-oss's
 	// ffn_down_exps) is the codec's stored matrices transposed too.
 	transposed := storedTransposed(q.Codec, q.Shape) || o.t.Transposed && isGGML(o.t)
-	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Transposed: transposed}
+	// Interleaved (gpt-oss's gate_up_proj from ffn_gate_exps and
+	// ffn_up_exps), a GGUF block-typed tensor's one part is.
+	return values.Operand{Codec: q.Codec, Parts: parts, Shape: q.Shape, Transposed: transposed, Interleave: o.t.Interleave}
 }
 
 // judgeQuant judges a pair compared through codecs against its encoding's

@@ -52,5 +52,5 @@ func (rs *shardReaders) id(s *checkpoint.Shard) int {
 // operand gives the value engine a plain operand.
 func (rs *shardReaders) operand(o *operand) values.Operand {
 	transposed, _ := storedTransposedAs(o.t, o.src) // unreadable says when not ok
-	return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: rs.segments(o.t, o.src), Transposed: transposed}
+	return values.Operand{DType: o.t.DType, Shape: o.t.Shape, Segments: rs.segments(o.t, o.src), Transposed: transposed, Interleave: o.t.Interleave}
 }

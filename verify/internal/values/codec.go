@@ -202,6 +202,10 @@ func (o *Operand) codecFill(m, r0, r1 uint64) (fill, error) {
 				return fill{}, fmt.Errorf("%s: span %+v of rows [%d, %d) leaves part %d's %d bytes", o.Codec, s, r0, r1, i, o.partSize[i])
 			}
 			for k := range s.Count {
+				if o.il != nil { // interleave.go: only a codec of one part
+					f.spans = o.il.spans(o.Parts[i], &o.partCum[i], f.spans, base+s.Offset+k*s.Stride, s.Len)
+					continue
+				}
 				f.spans = spansOf(o.Parts[i], &o.partCum[i], f.spans, base+s.Offset+k*s.Stride, s.Len)
 			}
 			f.parts[i] += int(size)

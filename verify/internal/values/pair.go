@@ -36,6 +36,13 @@ type Operand struct {
 	// Transposed: the segments hold the elements with the last two
 	// dimensions swapped; the logical tensor is their transpose.
 	Transposed bool
+	// Interleave, if set, says the segments (for a codec operand, its one
+	// part's) hold len(Interleave) streams one after the other, each of the
+	// same number of units, way w's units Interleave[w] bytes; the
+	// operand's bytes are these streams a unit each in turn (interleave.go).
+	// A transposed operand's interleave is of the stored bytes.
+	Interleave []uint64
+	il         *interleaving
 	cum        []uint64 // start of each segment in the logical bytes, built on first use
 
 	// Codec, if set, is the operand's encoding in place of DType and
@@ -177,6 +184,11 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 	}
 	for i, p := range pairs {
 		p.Stats = Stats{}
+		for _, o := range [2]*Operand{&p.Published, &p.Exported} {
+			if err := o.prepareInterleave(); err != nil { // interleave.go
+				return 0, fmt.Errorf("pair %d: %w", i, err)
+			}
+		}
 		p.codec = p.Published.Codec != nil || p.Exported.Codec != nil
 		if p.codec {
 			if err := p.prepareCodecs(); err != nil {

@@ -23,6 +23,9 @@ var tileBytes uint64 = 8 << 20
 // spans appends the spans holding bytes [off, off+n) of the operand's
 // segment stream.
 func (o *Operand) spans(out []span, off, n uint64) []span {
+	if o.il != nil {
+		return o.il.spans(o.Segments, &o.cum, out, off, n)
+	}
 	return spansOf(o.Segments, &o.cum, out, off, n)
 }
 

@@ -1,9 +1,11 @@
 package values
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -63,8 +65,9 @@ type schedulerOptions struct {
 // A bufPair is the two buffers of a job.
 type bufPair struct {
 	b       [2][]byte
-	scratch []byte // a tile before its transpose
-	gap     []byte // a run read through its gaps
+	scratch []byte   // a tile before its transpose
+	gap     []byte   // a run read through its gaps
+	sorted  []placed // spans in file order, when read so (readUnordered)
 }
 
 // schedule reads every job next yields and passes it to consume, filled.
@@ -173,14 +176,20 @@ func (b *bufPair) read(files []io.ReaderAt, j *job) error {
 }
 
 // readSpans reads spans in order into dst, one read per run of spans that
-// are adjacent (or separated by small gaps) in one file.
+// are adjacent (or separated by small gaps) in one file. Spans that make
+// many more runs in their order than in the files' (an interleave's ways
+// taken in turn) are read in file order instead (readUnordered).
 func (b *bufPair) readSpans(files []io.ReaderAt, spans []span, dst []byte) error {
+	if runs := runsOf(len(spans), func(i int) span { return spans[i] }); runs > minUnorderedRuns {
+		if done, err := b.readUnordered(files, spans, dst, runs); done || err != nil {
+			return err
+		}
+	}
 	for i := 0; i < len(spans); {
 		// Extend the run while the next span continues the file closely.
 		j, gaps := i+1, false
 		end := spans[i].off + spans[i].n
-		for j < len(spans) && spans[j].file == spans[i].file && spans[j].off >= end && spans[j].off-end <= maxGap &&
-			spans[j].off+spans[j].n-spans[i].off <= 8<<20 {
+		for j < len(spans) && continues(spans[j], spans[i], end) {
 			gaps = gaps || spans[j].off != end
 			end = spans[j].off + spans[j].n
 			j++
@@ -212,6 +221,69 @@ func (b *bufPair) readSpans(files []io.ReaderAt, spans []span, dst []byte) error
 		i = j
 	}
 	return nil
+}
+
+// continues reports whether s may join the run that first began and that
+// ends at end: the same file, ahead by at most maxGap, the run at most
+// 8 MiB.
+func continues(s, first span, end int64) bool {
+	return s.file == first.file && s.off >= end && s.off-end <= maxGap && s.off+s.n-first.off <= 8<<20
+}
+
+// runsOf is how many reads n spans make in the order at gives them.
+func runsOf(n int, at func(int) span) int {
+	runs := 0
+	for i := 0; i < n; runs++ {
+		first := at(i)
+		end := first.off + first.n
+		for i++; i < n && continues(at(i), first, end); i++ {
+			end = at(i).off + at(i).n
+		}
+	}
+	return runs
+}
+
+// minUnorderedRuns is how many runs spans make before readSpans looks for
+// fewer in file order: most blocks are a run or a few.
+const minUnorderedRuns = 8
+
+// A placed span is a span and where it goes in the buffer.
+type placed struct {
+	span
+	at int64
+}
+
+// readUnordered reads spans sorted by file and offset, a read a run, and
+// copies each into its place in dst. It does nothing (done false) when
+// that order makes more than half of the runs the spans' own order does.
+func (b *bufPair) readUnordered(files []io.ReaderAt, spans []span, dst []byte, runs int) (done bool, err error) {
+	sorted, at := b.sorted[:0], int64(0)
+	for _, s := range spans {
+		sorted = append(sorted, placed{s, at})
+		at += s.n
+	}
+	b.sorted = sorted
+	slices.SortFunc(sorted, func(x, y placed) int { return cmp.Or(cmp.Compare(x.file, y.file), cmp.Compare(x.off, y.off)) })
+	if 2*runsOf(len(sorted), func(i int) span { return sorted[i].span }) > runs {
+		return false, nil
+	}
+	for i := 0; i < len(sorted); {
+		first := sorted[i].span
+		j, end := i+1, first.off+first.n
+		for j < len(sorted) && continues(sorted[j].span, first, end) {
+			end = sorted[j].off + sorted[j].n
+			j++
+		}
+		b.gap = grow(b.gap, int(end-first.off))
+		if err := readAt(files[first.file], b.gap, first.off); err != nil {
+			return true, err
+		}
+		for _, p := range sorted[i:j] {
+			copy(dst[p.at:p.at+p.n], b.gap[p.off-first.off:])
+		}
+		i = j
+	}
+	return true, nil
 }
 
 // readAt reads len(p) bytes at off; io.ReaderAt may report io.EOF with a
