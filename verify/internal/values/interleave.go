@@ -3,6 +3,7 @@ package values
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Interleaved operands: llama.cpp splits gpt-oss's gate_up_proj, whose
@@ -17,15 +18,23 @@ import (
 
 // interleaving is an Operand's Interleave, checked against its segments.
 type interleaving struct {
-	units  []uint64 // bytes of a unit, by way
-	starts []uint64 // where each way starts in the segment stream
-	round  uint64   // bytes of a unit of every way
+	units    []uint64 // bytes of a unit, by way
+	starts   []uint64 // where each way starts in the segment stream
+	round    uint64   // bytes of a unit of every way
+	smallest uint64   // bytes of the smallest unit
 }
+
+// blockSpans bounds the spans il.spans makes room for at once: a block of
+// one-byte units.
+const blockSpans = 1 << 20
 
 // newInterleaving checks that the total bytes of the segments are ways of
 // one number of units each, way w's unit units[w] bytes.
 func newInterleaving(units []uint64, total uint64) (*interleaving, error) {
-	il := &interleaving{units: units, starts: make([]uint64, len(units))}
+	if len(units) == 0 {
+		return nil, fmt.Errorf("interleave of no ways")
+	}
+	il := &interleaving{units: units, starts: make([]uint64, len(units)), smallest: slices.Min(units)}
 	var per uint64
 	for _, u := range units {
 		if u == 0 {
@@ -50,6 +59,7 @@ func newInterleaving(units []uint64, total uint64) (*interleaving, error) {
 // spans appends the spans of bytes [off, off+n) of the interleaved stream:
 // unit by unit, each the piece of its way's stream.
 func (il *interleaving) spans(segs []Segment, cum *[]uint64, out []span, off, n uint64) []span {
+	out = slices.Grow(out, int(min(n/il.smallest+uint64(len(il.units))+1, blockSpans)))
 	for n > 0 {
 		r, at := off/il.round, off%il.round
 		w := 0

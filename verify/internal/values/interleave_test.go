@@ -42,7 +42,7 @@ func TestInterleavingSpans(t *testing.T) {
 	for _, tt := range []struct {
 		units []uint64
 		total uint64
-	}{{[]uint64{2, 0}, 6}, {[]uint64{2, 4}, 17}, {[]uint64{^uint64(0), 2}, 6}} {
+	}{{[]uint64{2, 0}, 6}, {[]uint64{2, 4}, 17}, {[]uint64{^uint64(0), 2}, 6}, {nil, 6}} {
 		if _, err := newInterleaving(tt.units, tt.total); err == nil {
 			t.Errorf("interleave %v of %d bytes: no error", tt.units, tt.total)
 		}

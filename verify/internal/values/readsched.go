@@ -1,7 +1,6 @@
 package values
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -65,9 +64,10 @@ type schedulerOptions struct {
 // A bufPair is the two buffers of a job.
 type bufPair struct {
 	b       [2][]byte
-	scratch []byte   // a tile before its transpose
-	gap     []byte   // a run read through its gaps
-	sorted  []placed // spans in file order, when read so (readUnordered)
+	scratch []byte  // a tile before its transpose
+	gap     []byte  // a run read through its gaps
+	chains  []chain // runs of spans read out of order (readUnordered)
+	chainOf []uint8 // the chain of each span
 }
 
 // schedule reads every job next yields and passes it to consume, filled.
@@ -177,8 +177,8 @@ func (b *bufPair) read(files []io.ReaderAt, j *job) error {
 
 // readSpans reads spans in order into dst, one read per run of spans that
 // are adjacent (or separated by small gaps) in one file. Spans that make
-// many more runs in their order than in the files' (an interleave's ways
-// taken in turn) are read in file order instead (readUnordered).
+// many more runs in their order than out of it (an interleave's ways
+// taken in turn) are read a run at a time instead (readUnordered).
 func (b *bufPair) readSpans(files []io.ReaderAt, spans []span, dst []byte) error {
 	if runs := runsOf(len(spans), func(i int) span { return spans[i] }); runs > minUnorderedRuns {
 		if done, err := b.readUnordered(files, spans, dst, runs); done || err != nil {
@@ -247,41 +247,48 @@ func runsOf(n int, at func(int) span) int {
 // fewer in file order: most blocks are a run or a few.
 const minUnorderedRuns = 8
 
-// A placed span is a span and where it goes in the buffer.
-type placed struct {
-	span
-	at int64
+// maxChains bounds the runs readUnordered gathers spans into.
+const maxChains = 16
+
+// A chain is a run of spans that readUnordered reads at once: the spans
+// that continue it, in their order, wherever they come in the block.
+type chain struct {
+	first span
+	end   int64
 }
 
-// readUnordered reads spans sorted by file and offset, a read a run, and
-// copies each into its place in dst. It does nothing (done false) when
-// that order makes more than half of the runs the spans' own order does.
+// readUnordered reads spans that come from a few runs taken in turn (an
+// interleave's ways): each span joins the first run it continues, a read
+// a run, and is copied into its place in dst. It does nothing (done
+// false) when the spans need more than maxChains runs, or more than half
+// the runs of their own order.
 func (b *bufPair) readUnordered(files []io.ReaderAt, spans []span, dst []byte, runs int) (done bool, err error) {
-	sorted, at := b.sorted[:0], int64(0)
+	chains := b.chains[:0]
+	of := b.chainOf[:0]
 	for _, s := range spans {
-		sorted = append(sorted, placed{s, at})
-		at += s.n
-	}
-	b.sorted = sorted
-	slices.SortFunc(sorted, func(x, y placed) int { return cmp.Or(cmp.Compare(x.file, y.file), cmp.Compare(x.off, y.off)) })
-	if 2*runsOf(len(sorted), func(i int) span { return sorted[i].span }) > runs {
-		return false, nil
-	}
-	for i := 0; i < len(sorted); {
-		first := sorted[i].span
-		j, end := i+1, first.off+first.n
-		for j < len(sorted) && continues(sorted[j].span, first, end) {
-			end = sorted[j].off + sorted[j].n
-			j++
+		k := slices.IndexFunc(chains, func(c chain) bool { return continues(s, c.first, c.end) })
+		if k < 0 {
+			if len(chains) == maxChains || 2*(len(chains)+1) > runs {
+				return false, nil
+			}
+			chains, k = append(chains, chain{first: s}), len(chains)
 		}
-		b.gap = grow(b.gap, int(end-first.off))
-		if err := readAt(files[first.file], b.gap, first.off); err != nil {
+		chains[k].end = s.off + s.n
+		of = append(of, uint8(k))
+	}
+	b.chains, b.chainOf = chains, of
+	for k, c := range chains {
+		b.gap = grow(b.gap, int(c.end-c.first.off))
+		if err := readAt(files[c.first.file], b.gap, c.first.off); err != nil {
 			return true, err
 		}
-		for _, p := range sorted[i:j] {
-			copy(dst[p.at:p.at+p.n], b.gap[p.off-first.off:])
+		at := int64(0)
+		for i, s := range spans {
+			if int(of[i]) == k {
+				copy(dst[at:at+s.n], b.gap[s.off-c.first.off:])
+			}
+			at += s.n
 		}
-		i = j
 	}
 	return true, nil
 }
