@@ -13,10 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckptcheck/ckptcheck/adapter"
 	"github.com/ckptcheck/ckptcheck/gguf"
 	"github.com/ckptcheck/ckptcheck/internal/fixture"
 	w "github.com/ckptcheck/ckptcheck/internal/ggufwrite"
+	"github.com/ckptcheck/ckptcheck/quant"
 	"github.com/ckptcheck/ckptcheck/safetensors"
+	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
 
 // A llama-shaped HF checkpoint of two layers (2 query heads, 1 KV head of
@@ -311,6 +314,33 @@ func TestDiffGGUFArchitecture(t *testing.T) {
 	for _, f := range append(d.Findings, rep.Findings...) {
 		if f.Severity == Error {
 			t.Errorf("%s %s: %s", f.Code, f.Key, f.Message)
+		}
+	}
+}
+
+// TestBindGGMLMixed: a logical tensor joined from GGUF tensors of two
+// block types is bound to no codec, even when the blocks are of one size
+// (Q4_0 and IQ4_NL: 32 values in 18 bytes), so that its bytes are never
+// decoded as one type; one block type binds its codec.
+func TestBindGGMLMixed(t *testing.T) {
+	for _, tt := range []struct {
+		encs []tensorfile.Encoding
+		want string
+	}{
+		{[]tensorfile.Encoding{tensorfile.Q4_0, tensorfile.Q4_0}, "ggml:Q4_0"},
+		{[]tensorfile.Encoding{tensorfile.Q4_0, tensorfile.IQ4_NL}, "ggml:Q4_0+IQ4_NL"},
+	} {
+		m := &Mapped{View: &adapter.View{Tensors: []adapter.Tensor{{Name: "w", DType: safetensors.U8, Shape: []uint64{4, 18},
+			Segments: []adapter.Segment{{Source: 0, Length: 36}, {Source: 1, Length: 36}}, Interleave: []uint64{18, 18}}}},
+			Sources: []Source{{Encoding: tt.encs[0]}, {Encoding: tt.encs[1]}}}
+		bindGGML(m)
+		q := m.View.Tensors[0].Quant
+		if q == nil || !strings.HasPrefix(q.Codec.String(), tt.want) || !slices.Equal(q.Shape, []uint64{4, 32}) {
+			t.Errorf("%v: bound %+v, want %s [4 32]", tt.encs, q, tt.want)
+		}
+		_, unsupported := q.Codec.(*quant.Unsupported)
+		if unsupported != strings.Contains(tt.want, "+") {
+			t.Errorf("%v: codec %T", tt.encs, q.Codec)
 		}
 	}
 }
