@@ -30,7 +30,7 @@ func writeExplanation(w io.Writer, ex *verify.Explanation) error {
 				fmt.Fprintf(&b, "    stored transposed as %s: read a tile at a time and transposed\n", safetensors.FormatShape(t.Stored))
 			}
 			if t.Interleave != nil {
-				fmt.Fprintf(&b, "    interleaved: units of %v bytes, one of each segment's tensor in turn\n", t.Interleave)
+				fmt.Fprintf(&b, "    interleaved: a unit of each source in turn, units of %v bytes\n", t.Interleave)
 			}
 			for n, s := range t.Segments {
 				if n == maxExplainedLines {

@@ -396,6 +396,43 @@ func TestAdaptersAndExplain(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"mismatched": 0`) || !strings.Contains(out, `"code": "needs_adapter"`) {
 		t.Errorf("values through a transposed layout: %d\n%s", code, out)
 	}
+	// An interleaved layout: gate_proj's even and odd rows stored as two
+	// tensors, joined a row of each in turn; --explain shows the units,
+	// --values reads the rows in turn, and the halves swapped mismatch.
+	for _, swapped := range []bool{false, true} {
+		idir := t.TempDir()
+		var its []fixture.Tensor
+		for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
+			if x.Name != "model.layers.0.mlp.gate_proj.weight" {
+				its = append(its, x)
+				continue
+			}
+			row := int(x.Shape[1]) * 2
+			var halves [2][]byte
+			for r := range int(x.Shape[0]) {
+				halves[r%2] = append(halves[r%2], x.Data[r*row:(r+1)*row]...)
+			}
+			if swapped {
+				halves[0], halves[1] = halves[1], halves[0]
+			}
+			half := []uint64{x.Shape[0] / 2, x.Shape[1]}
+			its = append(its, fixture.Tensor{Name: "gate_even", DType: x.DType, Shape: half, Data: halves[0]},
+				fixture.Tensor{Name: "gate_odd", DType: x.DType, Shape: half, Data: halves[1]})
+		}
+		fixture.WriteFile(filepath.Join(idir, "model.safetensors"), its, nil)
+		irules := filepath.Join(t.TempDir(), "i.adapter")
+		os.WriteFile(irules, []byte("name i\nconcat gate_even+gate_odd model.layers.0.mlp.gate_proj.weight dim=0 every=1\n"), 0o644)
+		if !swapped {
+			code, out, _ = ckptcheck(t, "diff", pub, idir, "--adapter-file", irules, "--explain", "model.layers.0.mlp.gate_proj.weight")
+			if code != 0 || !strings.Contains(out, "<- interleave(gate_even, gate_odd; 1 along dim 0)") || !strings.Contains(out, "interleaved: a unit of each source in turn, units of [64 64] bytes") {
+				t.Errorf("explain an interleaved tensor: %d\n%s", code, out)
+			}
+		}
+		code, out, _ = ckptcheck(t, "diff", pub, idir, "--adapter-file", irules, "--values", "--format", "json")
+		if ok := code == 0 && strings.Contains(out, `"mismatched": 0`); ok == swapped {
+			t.Errorf("values through an interleaved layout, halves swapped %v: %d\n%s", swapped, code, out)
+		}
+	}
 	bad := filepath.Join(t.TempDir(), "bad.adapter")
 	os.WriteFile(bad, []byte("name bad\nfrobnicate x\n"), 0o644)
 	if code, _, stderr := ckptcheck(t, "diff", pub, dir, "--adapter-file", bad); code != 2 || !strings.Contains(stderr, "bad.adapter:2") {
