@@ -19,6 +19,21 @@ import (
 type Segment struct {
 	Source         int
 	Offset, Length uint64
+	// Transposed says the segment holds whole rows of the tensor (of its
+	// last dimension) stored as their transpose, [cols, rows]: concat joins
+	// a tensor read transposed with others along their rows so (DeepSeek's
+	// kv_b_proj, per head a tile of attn_k_b transposed, then rows of
+	// attn_v_b). Readers transpose such a segment's tile as they read it.
+	Transposed bool
+}
+
+// String is the segment as {source offset length}, "transposed" added
+// when it is.
+func (s Segment) String() string {
+	if s.Transposed {
+		return fmt.Sprintf("{%d %d %d transposed}", s.Source, s.Offset, s.Length)
+	}
+	return fmt.Sprintf("{%d %d %d}", s.Source, s.Offset, s.Length)
 }
 
 // A Tensor is a logical tensor of a View: an HF name, a dtype, a shape, and

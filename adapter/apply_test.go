@@ -35,35 +35,35 @@ func TestLayoutSegments(t *testing.T) {
 		shapes map[string][]uint64
 	}{
 		{"split columns", "split x l r dim=1", []safetensors.TensorInfo{f32("x", 0, 2, 4)},
-			map[string][]Segment{"l": {{0, 0, 8}, {0, 16, 8}}, "r": {{0, 8, 8}, {0, 24, 8}}},
+			map[string][]Segment{"l": {{Source: 0, Offset: 0, Length: 8}, {Source: 0, Offset: 16, Length: 8}}, "r": {{Source: 0, Offset: 8, Length: 8}, {Source: 0, Offset: 24, Length: 8}}},
 			map[string][]uint64{"l": {2, 2}, "r": {2, 2}}},
 		{"split groups", "split x q k v groups=2 sizes=2,1,1", []safetensors.TensorInfo{f32("x", 0, 8, 1)},
-			map[string][]Segment{"q": {{0, 0, 8}, {0, 16, 8}}, "k": {{0, 8, 4}, {0, 24, 4}}, "v": {{0, 12, 4}, {0, 28, 4}}},
+			map[string][]Segment{"q": {{Source: 0, Offset: 0, Length: 8}, {Source: 0, Offset: 16, Length: 8}}, "k": {{Source: 0, Offset: 8, Length: 4}, {Source: 0, Offset: 24, Length: 4}}, "v": {{Source: 0, Offset: 12, Length: 4}, {Source: 0, Offset: 28, Length: 4}}},
 			map[string][]uint64{"q": {4, 1}, "k": {2, 1}, "v": {2, 1}}},
 		{"concat columns", "concat a+b ab dim=1", []safetensors.TensorInfo{f32("a", 0, 2, 2), f32("b", 16, 2, 2)},
-			map[string][]Segment{"ab": {{0, 0, 8}, {1, 0, 8}, {0, 8, 8}, {1, 8, 8}}},
+			map[string][]Segment{"ab": {{Source: 0, Offset: 0, Length: 8}, {Source: 1, Offset: 0, Length: 8}, {Source: 0, Offset: 8, Length: 8}, {Source: 1, Offset: 8, Length: 8}}},
 			map[string][]uint64{"ab": {2, 4}}},
 		{"concat in rule order, whatever the file's", "concat up.{i}+gate.{i} gate_up.{i}",
 			[]safetensors.TensorInfo{f32("gate.0", 0, 1, 2), f32("up.0", 8, 2, 2)},
-			map[string][]Segment{"gate_up.0": {{1, 0, 16}, {0, 0, 8}}},
+			map[string][]Segment{"gate_up.0": {{Source: 1, Offset: 0, Length: 16}, {Source: 0, Offset: 0, Length: 8}}},
 			map[string][]uint64{"gate_up.0": {3, 2}}},
 		{"concat after a rewrite", "strip-prefix student.\nconcat a.{i}+b.{i} ab.{i}",
 			[]safetensors.TensorInfo{f32("student.b.3", 0, 1), f32("student.a.3", 4, 2)},
-			map[string][]Segment{"ab.3": {{1, 0, 8}, {0, 0, 4}}},
+			map[string][]Segment{"ab.3": {{Source: 1, Offset: 0, Length: 8}, {Source: 0, Offset: 0, Length: 4}}},
 			map[string][]uint64{"ab.3": {3}}},
 		{"three sources", "concat q.{i}+k.{i}+v.{i} qkv.{i}",
 			[]safetensors.TensorInfo{f32("v.0", 0, 1), f32("q.0", 4, 1), f32("k.0", 8, 1), f32("other", 12, 1)},
-			map[string][]Segment{"qkv.0": {{1, 0, 4}, {2, 0, 4}, {0, 0, 4}}, "other": {{3, 0, 4}}},
+			map[string][]Segment{"qkv.0": {{Source: 1, Offset: 0, Length: 4}, {Source: 2, Offset: 0, Length: 4}, {Source: 0, Offset: 0, Length: 4}}, "other": {{Source: 3, Offset: 0, Length: 4}}},
 			map[string][]uint64{"qkv.0": {3}}},
 		{"permute", "permute x y heads=1", []safetensors.TensorInfo{f32("x", 0, 4, 1)},
-			map[string][]Segment{"y": {{0, 0, 4}, {0, 8, 4}, {0, 4, 4}, {0, 12, 4}}},
+			map[string][]Segment{"y": {{Source: 0, Offset: 0, Length: 4}, {Source: 0, Offset: 8, Length: 4}, {Source: 0, Offset: 4, Length: 4}, {Source: 0, Offset: 12, Length: 4}}},
 			map[string][]uint64{"y": {4, 1}}},
 		{"unstack and split", "unstack x a.{e} b.{e}", []safetensors.TensorInfo{f32("x", 0, 2, 2, 1)},
-			map[string][]Segment{"a.0": {{0, 0, 4}}, "b.0": {{0, 4, 4}}, "a.1": {{0, 8, 4}}, "b.1": {{0, 12, 4}}},
+			map[string][]Segment{"a.0": {{Source: 0, Offset: 0, Length: 4}}, "b.0": {{Source: 0, Offset: 4, Length: 4}}, "a.1": {{Source: 0, Offset: 8, Length: 4}}, "b.1": {{Source: 0, Offset: 12, Length: 4}}},
 			map[string][]uint64{"a.0": {1, 1}, "b.1": {1, 1}}},
 		{"rewrites only before the mapping", "rename x.{i} y.{i}\nstrip-prefix x.",
 			[]safetensors.TensorInfo{f32("x.a", 0, 1), f32("x.b.c", 4, 1)},
-			map[string][]Segment{"y.a": {{0, 0, 4}}, "b.c": {{1, 0, 4}}}, nil},
+			map[string][]Segment{"y.a": {{Source: 0, Offset: 0, Length: 4}}, "b.c": {{Source: 1, Offset: 0, Length: 4}}}, nil},
 	}
 	for _, tt := range tests {
 		v := Chain{parseRules(t, tt.rules)}.Apply(tt.in, nil)
@@ -93,7 +93,7 @@ func TestLayoutOfLayout(t *testing.T) {
 	// Rows of the [2, 6, 2] view, head 0: 0 2 4 6 8 10, then 1 3 5 7 9 11.
 	var want []Segment
 	for _, row := range []uint64{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11} {
-		want = append(want, Segment{0, row * 4, 4})
+		want = append(want, Segment{Source: 0, Offset: row * 4, Length: 4})
 	}
 	if !ok || !slices.Equal(top.Segments, want) {
 		t.Errorf("top = %v, want %v (%v)", top.Segments, want, v.Errors)

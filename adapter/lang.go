@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/ckptcheck/ckptcheck/safetensors"
 )
 
 type opKind int
@@ -25,6 +27,7 @@ const (
 	opTranspose
 	opDrop
 	opIgnore
+	opFlatten
 )
 
 func (k opKind) rewrite() bool { return k <= opRegex }
@@ -46,7 +49,9 @@ type rule struct {
 	stage   int // the rules after the n-th "then" line
 	dim     int
 	groups  *expr
-	every   *expr // concat: rows of each source in turn
+	every   *expr               // concat: rows of each source in turn
+	flatten [2]int              // flatten: the first and last dimensions merged; zero for 0, 1
+	dtypes  []safetensors.DType // dtypes=: the stored dtypes the rule maps, nil for all
 	sizes   []*expr
 	heads   *expr
 	add     float64 // add=: added to every value of what the mapping makes
@@ -67,12 +72,13 @@ var ruleSpecs = sync.OnceValue(func() map[string]ruleSpec {
 		"strip-prefix":   {kind: opStripPrefix, min: 1, max: 1, build: buildLiteral},
 		"remove-segment": {kind: opRemoveSegment, min: 1, max: 1, build: buildLiteral},
 		"regex":          {kind: opRegex, min: 2, max: 2, build: buildRegex},
-		"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add"}, build: buildMapping},
-		"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add"}, build: buildMapping},
-		"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add"}, build: buildMapping},
-		"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "every", "add"}, build: buildConcat},
-		"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add"}, required: []string{"heads"}, build: buildMapping},
-		"transpose":      {kind: opTranspose, min: 2, max: 2, build: buildMapping},
+		"rename":         {kind: opRename, min: 2, max: 2, options: []string{"add", "dtypes"}, build: buildMapping},
+		"unstack":        {kind: opUnstack, min: 2, max: -1, options: []string{"dim", "sizes", "add", "dtypes"}, build: buildMapping},
+		"split":          {kind: opSplit, min: 2, max: -1, options: []string{"dim", "groups", "sizes", "add", "dtypes"}, build: buildMapping},
+		"concat":         {kind: opConcat, min: 2, max: 2, options: []string{"dim", "every", "add", "dtypes"}, build: buildConcat},
+		"permute":        {kind: opPermute, min: 2, max: 2, options: []string{"heads", "add", "dtypes"}, required: []string{"heads"}, build: buildMapping},
+		"transpose":      {kind: opTranspose, min: 2, max: 2, options: []string{"dtypes"}, build: buildMapping},
+		"flatten":        {kind: opFlatten, min: 2, max: 2, options: []string{"dims", "dtypes"}, build: buildMapping},
 		"drop":           {kind: opDrop, min: 2, max: -1, build: buildDrop},
 		"ignore":         {kind: opIgnore, min: 1, max: 1, build: buildMapping},
 	}
@@ -91,6 +97,26 @@ var optionSpecs = map[string]func(r *rule, v string) error{
 	"groups": func(r *rule, v string) (err error) {
 		r.groups, err = parseExpr(v)
 		return err
+	},
+	"dims": func(r *rule, v string) error {
+		a, b, ok := strings.Cut(v, ",")
+		first, err1 := strconv.Atoi(a)
+		last, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || first < 0 || last <= first {
+			return fmt.Errorf("dims=%s: want two dimension numbers, the first lower", v)
+		}
+		r.flatten = [2]int{first, last}
+		return nil
+	},
+	"dtypes": func(r *rule, v string) error {
+		for name := range strings.SplitSeq(v, ",") {
+			d, ok := safetensors.ParseDType(name)
+			if !ok {
+				return fmt.Errorf("dtypes=%s: %q is no dtype", v, name)
+			}
+			r.dtypes = append(r.dtypes, d)
+		}
+		return nil
 	},
 	"every": func(r *rule, v string) (err error) {
 		r.every, err = parseExpr(v)
@@ -240,6 +266,10 @@ func words(line string) []string {
 //	transpose SRC DST                    DST = SRC.mT: the last two dimensions swapped.
 //	                                     No bytes move: the tensor reads its segments as
 //	                                     the transpose, tile by tile (see Tensor.Transposed)
+//	flatten SRC DST [dims=A,B]           DST = SRC.flatten(A, B): dimensions A to B merged
+//	                                     into one (default 0,1), the elements in their order;
+//	                                     a tensor read transposed or holding transposed tiles
+//	                                     keeps the dimensions it reads so
 //	drop SRC REASON...                   no counterpart, said as adapter_dropped
 //	ignore SRC                           not a weight (buffers), left out silently
 //
@@ -252,6 +282,12 @@ func words(line string) []string {
 // value the config lacks makes the line say nothing. A comparison
 // reports such tensors once a line, with the reason, not as missing keys
 // (View.Absent).
+//
+// Every mapping but drop and ignore takes dtypes=A,B,... (safetensors
+// dtype names): it maps only tensors stored in one of them, and the others
+// go on to the rules after it; a concat maps only when every source is
+// (GGUF block-typed tensors enter a view as U8 rows of blocks, so
+// "dtypes=F32,F16,BF16" keeps a rule to the plain ones).
 //
 // Rename, unstack, split, concat and permute take a value rule too:
 // add=X (a decimal number) says the stored values are X off the logical
@@ -273,7 +309,7 @@ func words(line string) []string {
 // the whole name instead, and captures nothing. A mapping sees the name as
 // the rewrites before it left it; so do concat's other sources, which must
 // capture the same names as the first. Options are the trailing KEY=VALUE
-// words whose KEY is an option name (dim, groups, every, sizes, heads, add), and only
+// words whose KEY is an option name (dim, groups, every, sizes, heads, add, dims, dtypes), and only
 // for the rules that take options; any other word is an argument, "=" and
 // all, so a template or a regex replacement may hold "=". Expressions E are
 // integers and config.json fields (num_attention_heads, num_key_value_heads,

@@ -138,7 +138,7 @@ func TestRuleSpecs(t *testing.T) {
 			}
 		}
 	}
-	for k := opStripPrefix; k <= opIgnore; k++ {
+	for k := opStripPrefix; k <= opFlatten; k++ {
 		if !kinds[k] {
 			t.Errorf("rule kind %d has no spec", k)
 		}
@@ -154,6 +154,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("name x\ncovers v1 # c\ntranspose a.{i} b.{i}\nthen\nunstack x c.{e}.{e+1} d.{e} dim=1\nthen\nrename b.{i} q.{i*2}")
 	f.Add("name x\nrename a b add=-1\nunstack x y.{e} add=0.5\nthen\nrename b c add=1e-3\ntranspose y.0 z\nthen\nrename z w add=2")
 	f.Add("name x\nabsent model.layers.{num_attention_heads*2-1}.* why # not\nabsent v.* a #b\nabsent w.{hidden_size/0} z")
+	f.Add("name x\ntranspose x t\nthen\nconcat t+x j dim=1 dtypes=F32\ndrop t no\nthen\nflatten j k dims=0,1\nconcat a+b ab dim=0 every=hidden_size-1")
+	f.Add("name x\nrename a b dtypes=BF16,F32\nconcat b+c d every=1\nthen\ntranspose d e\nflatten x y")
 	f.Fuzz(func(t *testing.T, src string) {
 		a, err := Parse("fuzz", src)
 		if err != nil {
@@ -178,10 +180,28 @@ func FuzzParse(f *testing.F) {
 			if math.IsInf(lt.Add, 0) || math.IsNaN(lt.Add) || lt.Add != 0 && lt.Transposed {
 				t.Fatalf("%s: add %v, transposed %v", lt.Name, lt.Add, lt.Transposed)
 			}
+			var total uint64
+			row := uint64(lt.DType.Bits() / 8)
+			if n := len(lt.Shape); n > 0 {
+				row *= lt.Shape[n-1]
+			}
 			for _, sg := range lt.Segments {
 				if sg.Source < 0 || sg.Source >= len(in) || sg.Length == 0 || sg.Offset+sg.Length > in[sg.Source].Size() {
 					t.Fatalf("%s: segment %+v outside its source", lt.Name, sg)
 				}
+				// A tile read transposed holds whole rows, in a tensor read as it comes.
+				if sg.Transposed && (lt.Transposed || lt.Interleave != nil || row == 0 || total%row != 0 || sg.Length%row != 0) {
+					t.Fatalf("%s %v: tile %+v of no whole rows of %d bytes at %d", lt.Name, lt.Shape, sg, row, total)
+				}
+				total += sg.Length
+			}
+			// An interleave's units make whole rounds of its bytes.
+			var round uint64
+			for _, u := range lt.Interleave {
+				round += u
+			}
+			if lt.Interleave != nil && (round == 0 || total%round != 0) {
+				t.Fatalf("%s: units %v of %d bytes", lt.Name, lt.Interleave, total)
 			}
 			if lt.Rule != "" && !strings.HasPrefix(lt.Rule, a.Name+":") {
 				t.Fatalf("%s: rule %q", lt.Name, lt.Rule)

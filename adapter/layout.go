@@ -30,6 +30,9 @@ func checkLayout(t Tensor, pieces uint64) error {
 // (errLimit when there is no room). On an error, what it appended is
 // garbage: the caller cuts out back.
 func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env, b *budget) ([]Tensor, error) {
+	if r.kind == opFlatten {
+		return r.flattened(out, t, caps, env)
+	}
 	if r.kind == opRename || r.kind == opTranspose {
 		name, err := r.dst[0].expandEnv(caps, env)
 		if err != nil {
@@ -64,6 +67,9 @@ func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env
 	if t.Interleave != nil {
 		return out, fmt.Errorf("%s is read interleaved from %d tensors; it cannot be cut", t.Source, len(t.Interleave))
 	}
+	if tiled(t) {
+		return out, fmt.Errorf("%s holds tiles stored transposed; it cannot be cut", t.Source)
+	}
 	if t.Transposed && cut >= len(t.Shape)-2 {
 		return out, fmt.Errorf("shape %s is stored transposed; it can be cut only along its leading dimensions, not dimension %d",
 			safetensors.FormatShape(t.Shape), cut)
@@ -83,6 +89,9 @@ func (r *rule) mapTensor(out []Tensor, t Tensor, caps map[string]string, env Env
 // segments are read as the transpose (or, for a tensor stored transposed,
 // as they are).
 func transposed(t Tensor) (Tensor, error) {
+	if tiled(t) {
+		return t, fmt.Errorf("%s holds tiles stored transposed; it cannot be transposed whole", t.Source)
+	}
 	n := len(t.Shape)
 	if n < 2 {
 		return t, fmt.Errorf("shape %s has fewer than two dimensions to transpose", safetensors.FormatShape(t.Shape))
@@ -279,8 +288,11 @@ func concat(parts []Tensor, dim int, every int64, b *budget) (Tensor, error) {
 	if first.DType.Bits()%8 != 0 {
 		return Tensor{}, fmt.Errorf("%s elements are smaller than a byte; only renames apply", first.DType)
 	}
-	if first.Transposed && dim >= len(first.Shape)-2 {
-		return Tensor{}, fmt.Errorf("shape %s is stored transposed; it can be joined only along its leading dimensions, not dimension %d",
+	rows := len(first.Shape) - 2 // the dimension a tensor read transposed joins others along, as tiles
+	anyTransposed := slices.ContainsFunc(parts, func(p Tensor) bool { return p.Transposed })
+	tiles := anyTransposed && dim == rows && every == 0
+	if anyTransposed && dim >= rows && !tiles {
+		return Tensor{}, fmt.Errorf("shape %s is stored transposed; it can be joined only along its leading dimensions or its rows, not dimension %d",
 			safetensors.FormatShape(first.Shape), dim)
 	}
 	shape := append([]uint64(nil), first.Shape...)
@@ -294,8 +306,11 @@ func concat(parts []Tensor, dim int, every int64, b *budget) (Tensor, error) {
 			return Tensor{}, fmt.Errorf("cannot take %d of %s and %s along dimension %d in turn", every,
 				safetensors.FormatShape(first.Shape), safetensors.FormatShape(p.Shape), dim)
 		}
-		if p.Transposed != first.Transposed {
-			return Tensor{}, fmt.Errorf("cannot join a tensor stored transposed with one that is not")
+		if tiled(p) {
+			return Tensor{}, fmt.Errorf("%s holds tiles stored transposed; it cannot be joined again", p.Source)
+		}
+		if p.Transposed != first.Transposed && !tiles {
+			return Tensor{}, fmt.Errorf("cannot join a tensor stored transposed with one that is not, but along its rows")
 		}
 		if p.Add != first.Add {
 			return Tensor{}, fmt.Errorf("cannot join tensors whose stored values are shifted differently (add %g and %g)", first.Add, p.Add)
@@ -322,6 +337,12 @@ func concat(parts []Tensor, dim int, every int64, b *budget) (Tensor, error) {
 	if every > 0 {
 		return interleaved(joined, parts, dim, uint64(every), inner, b)
 	}
+	if tiles {
+		// A transposed part's matrices become tiles read transposed
+		// between the others' rows: the joined tensor is read as it comes.
+		joined.Transposed = false
+		joined.Source = "join(" + strings.ReplaceAll(joined.Source, "+", ", ") + fmt.Sprintf(" along dim %d, tiles transposed)", dim)
+	}
 	outer := product(first.Shape[:dim])
 	if inner == 0 || shape[dim] == 0 {
 		outer = 0 // no bytes
@@ -343,7 +364,16 @@ func concat(parts []Tensor, dim int, every int64, b *budget) (Tensor, error) {
 	for o := range outer {
 		for i, p := range parts {
 			n := p.Shape[dim] * inner
-			joined.Segments = srcs[i].appendRange(joined.Segments, o*n, n)
+			if !tiles || !p.Transposed {
+				joined.Segments = srcs[i].appendRange(joined.Segments, o*n, n)
+				continue
+			}
+			tile := srcs[i].appendRange(nil, o*n, n) // matrix o, stored [cols, rows]
+			if len(tile) != 1 {
+				return Tensor{}, fmt.Errorf("%s: matrix %d is stored in %d pieces; a tile read transposed must be one", p.Source, o, len(tile))
+			}
+			tile[0].Transposed = true
+			joined.Segments = append(joined.Segments, tile[0])
 		}
 	}
 	return joined, nil
@@ -372,6 +402,39 @@ func interleaved(joined Tensor, parts []Tensor, dim int, every, inner uint64, b 
 	}
 	joined.Source = "interleave(" + strings.ReplaceAll(joined.Source, "+", ", ") + fmt.Sprintf("; %d along dim %d)", every, dim)
 	return joined, nil
+}
+
+// tiled reports a tensor with a segment stored transposed.
+func tiled(t Tensor) bool {
+	return slices.ContainsFunc(t.Segments, func(s Segment) bool { return s.Transposed })
+}
+
+// flattened merges dimensions r.flatten of t into one, its elements in
+// their order.
+func (r *rule) flattened(out []Tensor, t Tensor, caps map[string]string, env Env) ([]Tensor, error) {
+	first, last, n := r.flatten[0], r.flatten[1], len(t.Shape)
+	if last == 0 {
+		first, last = 0, 1 // the default
+	}
+	switch {
+	case last >= n:
+		return out, fmt.Errorf("shape %s has no dimension %d", safetensors.FormatShape(t.Shape), last)
+	case t.Transposed && last >= n-2:
+		return out, fmt.Errorf("shape %s is stored transposed; only its leading dimensions flatten, not dimension %d", safetensors.FormatShape(t.Shape), last)
+	case tiled(t) && last == n-1:
+		return out, fmt.Errorf("%s holds tiles stored transposed; its last dimension does not flatten", t.Source)
+	}
+	if err := checkLayout(t, 0); err != nil {
+		return out, err
+	}
+	name, err := r.dst[0].expandEnv(caps, env)
+	if err != nil {
+		return out, err
+	}
+	shape := append(slices.Clone(t.Shape[:first]), product(t.Shape[first:last+1])) // checkLayout: no overflow
+	t.Name, t.Shape = name, append(shape, t.Shape[last+1:]...)
+	t.Source += fmt.Sprintf(".flatten(%d, %d)", first, last)
+	return append(out, t), nil
 }
 
 func product(dims []uint64) uint64 {
@@ -422,7 +485,7 @@ func (s slicer) appendRange(dst []Segment, off, n uint64) []Segment {
 		within := off - base
 		take := min(n, g.Length-within)
 		m := Segment{Source: g.Source, Offset: g.Offset + within, Length: take}
-		if k := len(dst) - 1; k >= 0 && dst[k].Source == m.Source && dst[k].Offset+dst[k].Length == m.Offset {
+		if k := len(dst) - 1; k >= 0 && dst[k].Source == m.Source && dst[k].Offset+dst[k].Length == m.Offset && !dst[k].Transposed {
 			dst[k].Length += m.Length
 		} else {
 			dst = append(dst, m)

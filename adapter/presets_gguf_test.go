@@ -129,25 +129,50 @@ func TestGGUFPresetsMore(t *testing.T) {
 	}
 	// The second expert of a [2, 3, 2] F32 stack is its second 24 bytes.
 	v := Chain{preset("gguf-qwen3moe")}.Apply(tests[2].in, Env{})
-	if x, _ := v.Tensor("model.layers.0.mlp.experts.1.gate_proj.weight"); !slices.Equal(x.Segments, []Segment{{0, 24, 24}}) ||
+	if x, _ := v.Tensor("model.layers.0.mlp.experts.1.gate_proj.weight"); !slices.Equal(x.Segments, []Segment{{Source: 0, Offset: 24, Length: 24}}) ||
 		!slices.Equal(x.Shape, []uint64{3, 2}) {
 		t.Errorf("expert 1: %+v", x)
 	}
 }
 
-// TestGGUFPresetsUnrebuilt: what llama.cpp writes in a layout a logical
-// tensor cannot hold is dropped with its reason (DeepSeek's kv_b_proj split
-// per head into attn_k_b, transposed, and attn_v_b).
-func TestGGUFPresetsUnrebuilt(t *testing.T) {
-	v := Chain{preset("gguf-deepseek2")}.Apply([]safetensors.TensorInfo{f32("blk.0.attn_k_b.weight", 0, 2, 4, 3),
-		f32("blk.0.attn_v_b.weight", 96, 2, 5, 4), f32("blk.0.attn_kv_b.weight", 256, 16, 4)}, Env{})
-	if len(v.Dropped) != 2 || len(v.Tensors) != 1 || v.Tensors[0].Name != "model.layers.0.self_attn.kv_b_proj.weight" {
-		t.Errorf("deepseek2: names %v, dropped %v", names(v), v.Dropped)
+// TestGGUFPresetDeepSeekKVB: DeepSeek's kv_b_proj [H·(nope+v), rank],
+// which llama.cpp splits per head into attn_k_b [H, rank, nope] (the key
+// rows transposed) and attn_v_b [H, v, rank], is joined back head by head,
+// each head's key rows a tile read transposed, when both halves are plain;
+// when either is in a GGML block type (a U8 tensor of rows of blocks
+// here) both are dropped with the reason. A GGUF of before the split
+// (attn_kv_b) maps it whole.
+func TestGGUFPresetDeepSeekKVB(t *testing.T) {
+	u8 := func(name string, off uint64, shape ...uint64) safetensors.TensorInfo {
+		ti := f32(name, off, shape...)
+		ti.DType, ti.DataOffsets[1] = safetensors.U8, off+product(shape)
+		return ti
 	}
-	for _, d := range v.Dropped {
-		if !strings.Contains(d.Reason, "kv_b_proj") {
-			t.Errorf("%s dropped for %q", d.Name, d.Reason)
+	kb, vb := f32("blk.0.attn_k_b.weight", 0, 2, 4, 3), f32("blk.0.attn_v_b.weight", 96, 2, 5, 4)
+	v := Chain{preset("gguf-deepseek2")}.Apply([]safetensors.TensorInfo{kb, vb}, Env{})
+	x, ok := v.Tensor("model.layers.0.self_attn.kv_b_proj.weight")
+	if !ok || len(v.Tensors) != 1 || len(v.Dropped) != 0 || len(v.Errors) != 0 || !slices.Equal(x.Shape, []uint64{16, 4}) ||
+		!slices.Equal(x.Segments, []Segment{{Source: 0, Offset: 0, Length: 48, Transposed: true}, {Source: 1, Offset: 0, Length: 80},
+			{Source: 0, Offset: 48, Length: 48, Transposed: true}, {Source: 1, Offset: 80, Length: 80}}) {
+		t.Errorf("plain halves: names %v, dropped %v, errors %v, kv_b_proj %+v", names(v), v.Dropped, v.Errors, x)
+	}
+	for _, in := range [][]safetensors.TensorInfo{
+		{u8("blk.0.attn_k_b.weight", 0, 2, 4, 3), u8("blk.0.attn_v_b.weight", 24, 2, 5, 4)},
+		{kb, u8("blk.0.attn_v_b.weight", 96, 2, 5, 4)},
+	} {
+		v := Chain{preset("gguf-deepseek2")}.Apply(in, Env{})
+		if len(v.Tensors) != 0 || len(v.Dropped) != 2 || len(v.Errors) != 0 {
+			t.Errorf("%s, %s: names %v, dropped %v, errors %v", in[0].DType, in[1].DType, names(v), v.Dropped, v.Errors)
 		}
+		for _, d := range v.Dropped {
+			if !strings.Contains(d.Reason, "GGML block type") {
+				t.Errorf("%s dropped for %q", d.Name, d.Reason)
+			}
+		}
+	}
+	v = Chain{preset("gguf-deepseek2")}.Apply([]safetensors.TensorInfo{f32("blk.0.attn_kv_b.weight", 0, 16, 4)}, Env{})
+	if x, ok := v.Tensor("model.layers.0.self_attn.kv_b_proj.weight"); !ok || tiled(x) || len(v.Tensors) != 1 {
+		t.Errorf("attn_kv_b: %v %+v", names(v), x)
 	}
 }
 
@@ -168,7 +193,7 @@ func TestGGUFPresetGptOssExperts(t *testing.T) {
 	}
 	gu, _ := v.Tensor("model.layers.0.mlp.experts.gate_up_proj")
 	if !gu.Transposed || !slices.Equal(gu.Shape, []uint64{2, 4, 6}) || !slices.Equal(gu.Interleave, []uint64{16, 16}) ||
-		!slices.Equal(gu.Segments, []Segment{{0, 0, 96}, {1, 0, 96}}) {
+		!slices.Equal(gu.Segments, []Segment{{Source: 0, Offset: 0, Length: 96}, {Source: 1, Offset: 0, Length: 96}}) {
 		t.Errorf("gate_up_proj: %+v", gu)
 	}
 	if b, _ := v.Tensor("model.layers.0.mlp.experts.gate_up_proj_bias"); !slices.Equal(b.Shape, []uint64{2, 6}) || !slices.Equal(b.Interleave, []uint64{4, 4}) {

@@ -14,7 +14,7 @@ func TestTranspose(t *testing.T) {
 	in := []safetensors.TensorInfo{f32("x", 0, 3, 2, 4), f32("v", 96, 5)}
 	v := Chain{parseRules(t, "transpose x y")}.Apply(in, nil)
 	y, ok := v.Tensor("y")
-	if !ok || !y.Transposed || !slices.Equal(y.Shape, []uint64{3, 4, 2}) || !slices.Equal(y.Segments, []Segment{{0, 0, 96}}) ||
+	if !ok || !y.Transposed || !slices.Equal(y.Shape, []uint64{3, 4, 2}) || !slices.Equal(y.Segments, []Segment{{Source: 0, Offset: 0, Length: 96}}) ||
 		y.Source != "x.mT" {
 		t.Errorf("y = %+v", y)
 	}
@@ -39,11 +39,11 @@ func TestTransposedCuts(t *testing.T) {
 	}{
 		{"unstack the stack", "transpose x y\nthen\nunstack y z.{e}", "", func(v *View) bool {
 			z, ok := v.Tensor("z.1")
-			return ok && z.Transposed && slices.Equal(z.Shape, []uint64{4, 3}) && slices.Equal(z.Segments, []Segment{{0, 48, 48}})
+			return ok && z.Transposed && slices.Equal(z.Shape, []uint64{4, 3}) && slices.Equal(z.Segments, []Segment{{Source: 0, Offset: 48, Length: 48}})
 		}},
 		{"split the stack", "transpose x y\nthen\nsplit y a b", "", func(v *View) bool {
 			b, ok := v.Tensor("b")
-			return ok && b.Transposed && slices.Equal(b.Shape, []uint64{1, 4, 3}) && slices.Equal(b.Segments, []Segment{{0, 48, 48}})
+			return ok && b.Transposed && slices.Equal(b.Shape, []uint64{1, 4, 3}) && slices.Equal(b.Segments, []Segment{{Source: 0, Offset: 48, Length: 48}})
 		}},
 		{"split a swapped dimension", "transpose x y\nthen\nsplit y a b dim=2", "only along its leading dimensions", nil},
 		{"unstack and split a swapped dimension", "transpose x y\nthen\nunstack y a.{e} b.{e}", "not dimension 1", nil},
@@ -70,7 +70,7 @@ func TestStages(t *testing.T) {
 	v := Chain{a}.Apply([]safetensors.TensorInfo{f32("qkv", 0, 8, 1)}, Env{})
 	q, ok := v.Tensor("q_proj")
 	// q holds rows 0..3; HF row (h, b, a) is native row (h, a, b) of [1, 2, 2].
-	want := []Segment{{0, 0, 4}, {0, 8, 4}, {0, 4, 4}, {0, 12, 4}}
+	want := []Segment{{Source: 0, Offset: 0, Length: 4}, {Source: 0, Offset: 8, Length: 4}, {Source: 0, Offset: 4, Length: 4}, {Source: 0, Offset: 12, Length: 4}}
 	if !ok || !slices.Equal(q.Segments, want) || !strings.HasPrefix(q.Rule, "t:4: permute") || q.Source != "qkv[0:4, :]" {
 		t.Errorf("q_proj = %+v (%v)", q, v.Errors)
 	}
@@ -116,7 +116,7 @@ func TestTemplateExpressions(t *testing.T) {
 func TestUnstackDim(t *testing.T) {
 	v := Chain{parseRules(t, "unstack x a.{e} b.{e} dim=1")}.Apply([]safetensors.TensorInfo{f32("x", 0, 2, 2, 4)}, nil)
 	a1, ok := v.Tensor("a.1")
-	if !ok || !slices.Equal(a1.Shape, []uint64{2, 2}) || !slices.Equal(a1.Segments, []Segment{{0, 32, 8}, {0, 48, 8}}) {
+	if !ok || !slices.Equal(a1.Shape, []uint64{2, 2}) || !slices.Equal(a1.Segments, []Segment{{Source: 0, Offset: 32, Length: 8}, {Source: 0, Offset: 48, Length: 8}}) {
 		t.Errorf("a.1 = %+v %v", a1, v.Errors)
 	}
 }
@@ -185,7 +185,7 @@ func TestConcatEvery(t *testing.T) {
 	}{
 		{"a row of each", "concat gate+up gu dim=1 every=1", "", func(v *View) bool {
 			gu, ok := v.Tensor("gu")
-			return ok && !gu.Transposed && slices.Equal(gu.Shape, []uint64{2, 8, 3}) && slices.Equal(gu.Segments, []Segment{{0, 0, 96}, {1, 0, 96}}) &&
+			return ok && !gu.Transposed && slices.Equal(gu.Shape, []uint64{2, 8, 3}) && slices.Equal(gu.Segments, []Segment{{Source: 0, Offset: 0, Length: 96}, {Source: 1, Offset: 0, Length: 96}}) &&
 				slices.Equal(gu.Interleave, []uint64{12, 12}) && gu.Source == "interleave(gate, up; 1 along dim 1)"
 		}},
 		{"two rows of each, by config", "concat gate+up gu dim=1 every=num_key_value_heads", "", func(v *View) bool {
@@ -215,5 +215,79 @@ func TestConcatEvery(t *testing.T) {
 		case tt.err != "" && (len(v.Errors) == 0 || !strings.Contains(v.Errors[0].Message, tt.err)):
 			t.Errorf("%s: errors %v, want %q", tt.name, v.Errors, tt.err)
 		}
+	}
+}
+
+// TestTiles: concat joins a tensor read transposed with others along its
+// rows, matrix by matrix, each of its matrices a segment stored
+// transposed (DeepSeek's kv_b_proj from attn_k_b, transposed, and
+// attn_v_b); flatten then merges the heads into the rows. Such a tensor is
+// not cut, joined, transposed or flattened across its last dimension.
+func TestTiles(t *testing.T) {
+	// k [2, 4, 3] read transposed as [2, 3, 4]; v [2, 2, 4].
+	in := []safetensors.TensorInfo{f32("k", 0, 2, 4, 3), f32("v", 96, 2, 2, 4), f32("w", 160, 2, 2, 3)}
+	const kv = "transpose k kt\nthen\nconcat kt+v kv dim=1\nthen\n"
+	tests := []struct {
+		name, rules string
+		err         string // "" for success
+		check       func(v *View) bool
+	}{
+		{"heads", kv + "flatten kv kvb", "", func(v *View) bool {
+			x, ok := v.Tensor("kvb")
+			return ok && !x.Transposed && slices.Equal(x.Shape, []uint64{10, 4}) &&
+				slices.Equal(x.Segments, []Segment{{Source: 0, Offset: 0, Length: 48, Transposed: true}, {Source: 1, Offset: 0, Length: 32},
+					{Source: 0, Offset: 48, Length: 48, Transposed: true}, {Source: 1, Offset: 32, Length: 32}}) &&
+				x.Source == "join(k.mT, v along dim 1, tiles transposed).flatten(0, 1)"
+		}},
+		{"along the columns", "transpose k kt\nthen\nconcat kt+w kw dim=2", "not dimension 2", nil},
+		{"along a leading dimension", "transpose k kt\nthen\nconcat kt+v kv dim=0", "stored transposed with one that is not", nil},
+		{"then cut", kv + "unstack kv e.{e}", "cannot be cut", nil},
+		{"then transposed", kv + "transpose kv x", "cannot be transposed whole", nil},
+		{"then joined", kv + "concat kv+w x dim=1", "cannot be joined again", nil},
+		{"its last dimension flattened", kv + "flatten kv x dims=1,2", "last dimension does not flatten", nil},
+		{"a transposed tensor's rows flattened", "transpose k kt\nthen\nflatten kt x dims=0,1", "only its leading dimensions", nil},
+		{"past the dimensions", "flatten w x dims=2,3", "no dimension 3", nil},
+		{"a shift", "transpose k kt\nthen\nconcat kt+v kv dim=1 add=1", "a shift (add=) on a tensor read transposed", nil},
+	}
+	for _, tt := range tests {
+		v := Chain{parseRules(t, tt.rules)}.Apply(in, Env{})
+		switch {
+		case tt.err == "" && (len(v.Errors) > 0 || !tt.check(v)):
+			t.Errorf("%s: %v %v %+v", tt.name, names(v), v.Errors, v.Tensors)
+		case tt.err != "" && (len(v.Errors) == 0 || !strings.Contains(v.Errors[0].Message, tt.err)):
+			t.Errorf("%s: errors %v, want %q", tt.name, v.Errors, tt.err)
+		}
+	}
+	if _, err := Parse("t", "name t\nflatten a b dims=2,1"); err == nil {
+		t.Errorf("dims=2,1: no error")
+	}
+}
+
+// TestDTypes: a rule with dtypes= maps only tensors stored in one of them,
+// the others go on to the rules after it; a concat joins only when every
+// source is of them, else all its sources go on.
+func TestDTypes(t *testing.T) {
+	u8 := func(name string, off uint64, shape ...uint64) safetensors.TensorInfo {
+		ti := f32(name, off, shape...)
+		ti.DType = safetensors.U8
+		ti.DataOffsets[1] = off + product(shape)
+		return ti
+	}
+	rules := parseRules(t, "rename a.{i} plain.{i} dtypes=F32,BF16\nrename a.{i} blocks.{i}\n"+
+		"concat x.{i}+y.{i} xy.{i} dtypes=F32\ndrop x.{i} not both F32\ndrop y.{i} not both F32")
+	v := Chain{rules}.Apply([]safetensors.TensorInfo{f32("a.0", 0, 2), u8("a.1", 8, 2), f32("x.0", 16, 2), f32("y.0", 24, 2),
+		f32("x.1", 32, 2), u8("y.1", 40, 2)}, Env{})
+	if got, want := names(v), []string{"blocks.1", "plain.0", "xy.0"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) || len(v.Errors) > 0 {
+		t.Errorf("names %v, errors %v, want %v", got, v.Errors, want)
+	}
+	var dropped []string
+	for _, d := range v.Dropped {
+		dropped = append(dropped, d.Name)
+	}
+	if !slices.Equal(dropped, []string{"x.1", "y.1"}) {
+		t.Errorf("dropped %v, want x.1 and y.1", dropped)
+	}
+	if _, err := Parse("t", "name t\nrename a b dtypes=F32,Q4"); err == nil || !strings.Contains(err.Error(), "no dtype") {
+		t.Errorf("dtypes=F32,Q4: %v", err)
 	}
 }

@@ -37,7 +37,11 @@ func writeExplanation(w io.Writer, ex *verify.Explanation) error {
 					fmt.Fprintf(&b, "    ... more segments (%d listed in JSON)\n", len(t.Segments))
 					break
 				}
-				fmt.Fprintf(&b, "    bytes %d..%d of %s in %s\n", s.Offset, s.Offset+s.Length, quote(s.Tensor), quote(s.File))
+				tile := ""
+				if s.Transposed {
+					tile = ", a tile stored transposed"
+				}
+				fmt.Fprintf(&b, "    bytes %d..%d of %s in %s%s\n", s.Offset, s.Offset+s.Length, quote(s.Tensor), quote(s.File), tile)
 			}
 		} else {
 			b.WriteString(" no tensor of that name\n")

@@ -186,7 +186,7 @@ var codes = []CodeDoc{
 	{CodeTiedWeight, Info, "diff: lm_head.weight absent on one side but tied to the embedding (a warning when only assumed)"},
 	{CodeAdapterCollision, Error, "diff: the adapter maps two physical tensors to one name"},
 	{CodeAdapterDropped, Warning, "diff: the adapter drops a tensor with no Hugging Face counterpart (e.g. torchtitan's expert_bias), with its reason"},
-	{CodeAdapterAbsent, Warning, "diff: tensors of one side that the other side's adapter says it holds in no form it reads (a vision tower converted to a separate mmproj file, llama.cpp's per-head split of DeepSeek's kv_b_proj): not compared, not judged missing; one finding an absent line of the adapter, with the keys and its reason"},
+	{CodeAdapterAbsent, Warning, "diff: tensors of one side that the other side's adapter says it holds in no form it reads (a vision tower converted to a separate mmproj file, llama.cpp's per-head split of DeepSeek's kv_b_proj in a GGML block type): not compared, not judged missing; one finding an absent line of the adapter, with the keys and its reason"},
 	{CodeAdapterError, Error, "diff: an adapter rule matched a tensor it cannot map (shape or config does not fit): a stale mapping"},
 	{CodeAdapterLimit, Error, "diff: the adapter would make far more tensors than the published checkpoint has; mapping stopped"},
 	{CodeLowKeyOverlap, Warning, "diff: fewer than half of the published keys are in the export; the adapter is probably wrong"},

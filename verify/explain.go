@@ -61,6 +61,9 @@ type ExplainedBytes struct {
 	Tensor string `json:"tensor"`
 	Offset uint64 `json:"offset"`
 	Length uint64 `json:"length"`
+	// Transposed says the bytes hold whole rows stored as their transpose
+	// (adapter.Segment.Transposed).
+	Transposed bool `json:"transposed,omitempty"`
 }
 
 // maxExplainedSegments bounds the segments an explanation lists: a permuted
@@ -101,7 +104,7 @@ func explainTensor(t adapter.Tensor, src []Source) *ExplainedTensor {
 			break
 		}
 		p := src[s.Source]
-		et.Segments = append(et.Segments, ExplainedBytes{File: p.Shard.Path, Tensor: p.Tensor.Name, Offset: s.Offset, Length: s.Length})
+		et.Segments = append(et.Segments, ExplainedBytes{File: p.Shard.Path, Tensor: p.Tensor.Name, Offset: s.Offset, Length: s.Length, Transposed: s.Transposed})
 	}
 	return et
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,8 +123,8 @@ func readBlock(t adapter.Tensor, srcs []Source, row0, col0, rows, cols uint64) (
 	default:
 		return nil, fmt.Errorf("%s: %s values are not sampled", t.Name, t.DType)
 	}
-	if t.Interleave != nil {
-		return nil, fmt.Errorf("%s: interleaved values are not sampled", t.Name)
+	if t.Interleave != nil || slices.ContainsFunc(t.Segments, func(s adapter.Segment) bool { return s.Transposed }) {
+		return nil, fmt.Errorf("%s: interleaved values or tiles stored transposed are not sampled", t.Name)
 	}
 	out := make([]float64, 0, rows*cols)
 	n := len(t.Shape)

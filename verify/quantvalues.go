@@ -84,6 +84,9 @@ func decodes(t adapter.Tensor) bool {
 	if t.Interleave != nil && !isGGML(t) {
 		return false // the data interleaved, its companions not: no layout the engine reads
 	}
+	if slices.ContainsFunc(t.Segments, func(s adapter.Segment) bool { return s.Transposed }) {
+		return false // tiles read transposed: only plain tensors are read so
+	}
 	return !slices.Contains(q.Parts, "")
 }
 

@@ -25,11 +25,12 @@ func (rs *shardReaders) segments(t adapter.Tensor, sources []Source) []values.Se
 	segs := make([]values.Segment, 0, len(t.Segments))
 	for _, seg := range t.Segments {
 		src := sources[seg.Source]
-		if src.Pieces != nil {
+		if src.Pieces != nil { // a tile in pieces is unreadable (operand.unreadable)
 			segs = pieceSegments(segs, src.Pieces, seg.Offset, seg.Length, rs.id)
 			continue
 		}
-		segs = append(segs, values.Segment{File: rs.id(src.Shard), Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length})
+		segs = append(segs, values.Segment{File: rs.id(src.Shard), Offset: src.Tensor.DataOffsets[0] + seg.Offset, Length: seg.Length,
+			Transposed: seg.Transposed})
 	}
 	return segs
 }

@@ -171,6 +171,9 @@ func (o *operand) unreadable() string {
 		if src.Err != nil {
 			return fmt.Sprintf("%s in %s cannot be read (%v); its values are not read", src.Tensor.Name, src.Shard.Path, src.Err)
 		}
+		if seg.Transposed && src.Pieces != nil {
+			return fmt.Sprintf("%s in %s is stored in pieces and read as a transposed tile; its values are not read", src.Tensor.Name, src.Shard.Path)
+		}
 	}
 	if _, ok := storedTransposedAs(o.t, o.src); !ok {
 		return fmt.Sprintf("%s is stored transposed and mapped in part; its values are not read", o.t.Source)
@@ -353,6 +356,9 @@ func (d *Comparison) valueWork(policy ValuePolicy) (entries, ties []*pair) {
 		}
 		if skip == "" {
 			skip = pr.pub.unreadable() + pr.exp.unreadable()
+		}
+		if skip == "" {
+			skip = pr.tilesUnread() // tiles.go
 		}
 		if skip != "" {
 			pr.stats.skip(skip)

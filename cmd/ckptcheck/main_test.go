@@ -433,6 +433,38 @@ func TestAdaptersAndExplain(t *testing.T) {
 			t.Errorf("values through an interleaved layout, halves swapped %v: %d\n%s", swapped, code, out)
 		}
 	}
+	// A tile read transposed inside a tensor: gate_proj's first 8 rows
+	// stored transposed, the rest as they are (DeepSeek's kv_b_proj in
+	// llama.cpp's split); --explain marks the tile, --values reads it.
+	kdir := t.TempDir()
+	var kts []fixture.Tensor
+	for _, x := range fixture.Tiny.Tensors(safetensors.BF16) {
+		if x.Name != "model.layers.0.mlp.gate_proj.weight" {
+			kts = append(kts, x)
+			continue
+		}
+		cols := int(x.Shape[1])
+		tile := make([]byte, 8*cols*2)
+		for r := range 8 {
+			for c := range cols {
+				copy(tile[2*(c*8+r):], x.Data[2*(r*cols+c):2*(r*cols+c)+2])
+			}
+		}
+		kts = append(kts, fixture.Tensor{Name: "head_t", DType: x.DType, Shape: []uint64{uint64(cols), 8}, Data: tile},
+			fixture.Tensor{Name: "rest", DType: x.DType, Shape: []uint64{x.Shape[0] - 8, uint64(cols)}, Data: x.Data[8*cols*2:]})
+	}
+	fixture.WriteFile(filepath.Join(kdir, "model.safetensors"), kts, nil)
+	krules := filepath.Join(t.TempDir(), "k.adapter")
+	os.WriteFile(krules, []byte("name k\ntranspose head_t head\nthen\nconcat head+rest model.layers.0.mlp.gate_proj.weight dim=0\n"), 0o644)
+	code, out, _ = ckptcheck(t, "diff", pub, kdir, "--adapter-file", krules, "--explain", "model.layers.0.mlp.gate_proj.weight")
+	if code != 0 || !strings.Contains(out, "<- join(head_t.mT, rest along dim 0, tiles transposed)") || !strings.Contains(out, "bytes 0..512 of head_t in") ||
+		!strings.Contains(out, ", a tile stored transposed") {
+		t.Errorf("explain a tiled tensor: %d\n%s", code, out)
+	}
+	code, out, _ = ckptcheck(t, "diff", pub, kdir, "--adapter-file", krules, "--values", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"mismatched": 0`) {
+		t.Errorf("values through a tile read transposed: %d\n%s", code, out)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.adapter")
 	os.WriteFile(bad, []byte("name bad\nfrobnicate x\n"), 0o644)
 	if code, _, stderr := ckptcheck(t, "diff", pub, dir, "--adapter-file", bad); code != 2 || !strings.Contains(stderr, "bad.adapter:2") {

@@ -24,6 +24,11 @@ type Segment struct {
 	File   int
 	Offset uint64
 	Length uint64
+	// Transposed says the segment holds whole rows of the operand (of its
+	// last dimension) stored as their transpose, [cols, rows]: a tile of
+	// attn_k_b in DeepSeek's kv_b_proj (segtiles.go). Only a plain operand
+	// read as it comes has such segments.
+	Transposed bool
 }
 
 // An Operand is one side of a pair: a logical tensor's dtype and shape, and
@@ -188,6 +193,9 @@ func Run(ctx context.Context, readers []io.ReaderAt, pairs []*Pair, opt Options)
 			if err := o.prepareInterleave(); err != nil { // interleave.go
 				return 0, fmt.Errorf("pair %d: %w", i, err)
 			}
+		}
+		if err := p.prepareTiled(); err != nil { // segtiles.go
+			return 0, fmt.Errorf("pair %d: %w", i, err)
 		}
 		p.codec = p.Published.Codec != nil || p.Exported.Codec != nil
 		if p.codec {

@@ -33,15 +33,7 @@ func (o *Operand) spans(out []span, off, n uint64) []span {
 // segs make, coalescing adjacent ones; *cum is the start of each segment in
 // the stream, built on first use.
 func spansOf(segs []Segment, cum *[]uint64, out []span, off, n uint64) []span {
-	if *cum == nil {
-		*cum = make([]uint64, len(segs))
-		var at uint64
-		for i, s := range segs {
-			(*cum)[i] = at
-			at += s.Length
-		}
-	}
-	starts := *cum
+	starts := segmentStarts(segs, cum)
 	i := sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1
 	for ; n > 0 && i >= 0 && i < len(segs); i++ {
 		seg := segs[i]
@@ -58,6 +50,20 @@ func spansOf(segs []Segment, cum *[]uint64, out []span, off, n uint64) []span {
 	return out
 }
 
+// segmentStarts is *cum, the start of each segment in the stream segs
+// make, built on first use.
+func segmentStarts(segs []Segment, cum *[]uint64) []uint64 {
+	if *cum == nil {
+		*cum = make([]uint64, len(segs))
+		var at uint64
+		for i, s := range segs {
+			(*cum)[i] = at
+			at += s.Length
+		}
+	}
+	return *cum
+}
+
 // blocking is how a pair is cut into blocks.
 type blocking struct {
 	n       uint64 // elements
@@ -70,6 +76,9 @@ type blocking struct {
 }
 
 func newBlocking(p *Pair) blocking {
+	if p.Published.tiled() || p.Exported.tiled() {
+		return newTiledBlocking(p) // segtiles.go
+	}
 	b := blocking{n: p.Published.Elements()}
 	shape := p.Published.Shape
 	transposed := (p.Published.Transposed || p.Exported.Transposed) && len(shape) >= 2
@@ -125,6 +134,10 @@ func (b blocking) job(p *Pair, k uint64) *job {
 			continue
 		}
 		e := o.elemBytes()
+		if o.tiled() {
+			j.fills[side] = o.tiledFill(r, r1, b.cols)
+			continue
+		}
 		if !o.Transposed {
 			size := o.DType.Bytes(j.n)
 			j.fills[side] = fill{spans: o.spans(nil, o.DType.Bytes(j.start), size), size: int(size)}
@@ -152,7 +165,7 @@ func tileReadAhead(pairs []*Pair, readAhead int) int {
 			var n uint64
 			for _, o := range [2]*Operand{&p.Published, &p.Exported} {
 				n += o.blockBytes(b)
-				if o.Transposed {
+				if o.Transposed || o.tiled() {
 					n += b.perRows * b.cols * o.elemBytes()
 				}
 			}

@@ -112,6 +112,14 @@ func (p *Projection) prepare() error {
 		return fmt.Errorf("shapes %v and %v differ", p.Base.Shape, p.Merged.Shape)
 	}
 	p.pair = Pair{Published: p.Base, Exported: p.Merged}
+	for _, o := range []*Operand{&p.pair.Published, &p.pair.Exported} {
+		if err := o.prepareInterleave(); err != nil { // interleave.go
+			return err
+		}
+	}
+	if err := p.pair.prepareTiled(); err != nil { // segtiles.go
+		return err
+	}
 	n := p.Base.Elements()
 	p.cols = 1
 	if len(p.Base.Shape) > 0 {
@@ -147,7 +155,7 @@ func (p *Projection) prepare() error {
 	}
 	k := uint64(len(p.Probes))
 	p.Diff, p.Floor = make([]float64, rows*k), make([]float64, rows*k)
-	if p.Base.Transposed || p.Merged.Transposed {
+	if p.Base.Transposed || p.Merged.Transposed || p.Base.tiled() || p.Merged.tiled() {
 		p.pair.blocks = newBlocking(&p.pair)
 		return nil
 	}
