@@ -8,8 +8,12 @@
 // whole segment; an expert sliced out of a stacked tensor is one contiguous
 // segment; a row permutation or a per-group split is several; a tensor
 // stored transposed (Tensor.Transposed) keeps the segments of the stored
-// matrix and is read as their transpose. Anything that reads segments
-// works through every adapter. Adapters never read files.
+// matrix and is read as their transpose; a tensor whose rows alternate
+// between two tensors (Tensor.Interleave) keeps both whole and is read a
+// unit of each in turn; a segment stored transposed (Segment.Transposed)
+// is a tile of whole rows read as its transpose between plain rows.
+// Anything that reads segments works through every adapter. Adapters never
+// read files.
 //
 // # Adapters are data
 //
