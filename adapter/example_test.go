@@ -124,3 +124,58 @@ transpose layers.{i}.w13  model.layers.{i}.gate_up_proj
 	// model.layers.0.gate_up_proj [2, 4, 6] true layers.0.w1+layers.0.w3.mT
 	// [{0 0 48} {1 0 48} {0 48 48} {1 48 48}]
 }
+
+// llama.cpp splits gpt-oss's gate_up_proj, whose rows alternate gate and
+// up, into ffn_gate_exps and ffn_up_exps: concat every=1 takes a row of
+// each in turn, and the joined tensor keeps both whole.
+func ExampleParse_interleave() {
+	a, err := adapter.Parse("gpt-oss.adapter", `
+name gpt-oss
+concat blk.{i}.ffn_gate_exps.weight+blk.{i}.ffn_up_exps.weight  gate_up.{i}  dim=1 every=1
+then
+transpose gate_up.{i}  model.layers.{i}.mlp.experts.gate_up_proj
+`)
+	if err != nil {
+		panic(err)
+	}
+	// [E=2, ff=3, H=4], F32.
+	physical := []safetensors.TensorInfo{
+		{Name: "blk.0.ffn_gate_exps.weight", DType: safetensors.F32, Shape: []uint64{2, 3, 4}, DataOffsets: [2]uint64{0, 96}},
+		{Name: "blk.0.ffn_up_exps.weight", DType: safetensors.F32, Shape: []uint64{2, 3, 4}, DataOffsets: [2]uint64{96, 192}},
+	}
+	t := adapter.Chain{a}.Apply(physical, nil).Tensors[0]
+	fmt.Println(t.Name, safetensors.FormatShape(t.Shape), t.Transposed, t.Interleave)
+	fmt.Println(t.Segments)
+	// Output:
+	// model.layers.0.mlp.experts.gate_up_proj [2, 4, 6] true [16 16]
+	// [{0 0 96} {1 0 96}]
+}
+
+// llama.cpp splits DeepSeek's kv_b_proj per head into attn_k_b, the key
+// rows transposed, and attn_v_b: concat joins the two along their rows,
+// each head's key rows a tile read transposed, and flatten merges the
+// heads into the rows.
+func ExampleParse_tiles() {
+	a, err := adapter.Parse("deepseek.adapter", `
+name deepseek
+transpose blk.{i}.attn_k_b.weight  k.{i}
+then
+concat k.{i}+blk.{i}.attn_v_b.weight  heads.{i}  dim=1
+then
+flatten heads.{i}  model.layers.{i}.self_attn.kv_b_proj.weight
+`)
+	if err != nil {
+		panic(err)
+	}
+	// attn_k_b [H=2, rank=4, nope=3], attn_v_b [H=2, v=2, rank=4], F32.
+	physical := []safetensors.TensorInfo{
+		{Name: "blk.0.attn_k_b.weight", DType: safetensors.F32, Shape: []uint64{2, 4, 3}, DataOffsets: [2]uint64{0, 96}},
+		{Name: "blk.0.attn_v_b.weight", DType: safetensors.F32, Shape: []uint64{2, 2, 4}, DataOffsets: [2]uint64{96, 160}},
+	}
+	t := adapter.Chain{a}.Apply(physical, nil).Tensors[0]
+	fmt.Println(t.Name, safetensors.FormatShape(t.Shape), t.Transposed)
+	fmt.Println(t.Segments)
+	// Output:
+	// model.layers.0.self_attn.kv_b_proj.weight [10, 4] false
+	// [{0 0 48 transposed} {1 0 32} {0 48 48 transposed} {1 32 32}]
+}
