@@ -41,7 +41,7 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -113,6 +113,82 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+32))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+40))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+48))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+56))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)
@@ -154,7 +230,7 @@ func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *ste
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -234,6 +310,90 @@ func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *ste
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+32))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+40))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+48))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+56))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)
@@ -302,7 +462,7 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -374,6 +534,82 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+32))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+40))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+48))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+56))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)
@@ -416,7 +652,7 @@ func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -496,6 +732,90 @@ func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+32))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+40))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+48))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+56))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)
@@ -562,7 +882,7 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -634,6 +954,82 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+64)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+80)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+96)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+112)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)
@@ -675,7 +1071,7 @@ func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
 		i := l
-		for ; i+3*lanes < n; i += 4 * lanes {
+		for ; i+7*lanes < n; i += 8 * lanes {
 			{
 				p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
 				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
@@ -755,6 +1151,90 @@ func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *step
 				}
 				mx = max(mx, ab)
 				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+64)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+80)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+96)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+112)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
 				s2 += s * s
 				if !(ad < gate*s) {
 					gate = lookCloser(ad, s, sl, l)

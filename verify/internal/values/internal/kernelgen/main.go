@@ -221,7 +221,7 @@ func codecLoops() []byte {
 // codecUnroll is how many elements of a lane one iteration of a lane loop
 // takes: Go does not unroll loops, and each iteration ends in moves
 // between registers that its register allocator leaves.
-const codecUnroll = 4
+const codecUnroll = 8
 
 // lanes is the package's: element i of a chunk adds to lane i mod lanes.
 const lanes = 4
