@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -175,23 +176,29 @@ func (c *GPTQ) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, hi uint64,
 	}
 	sd, nr, mask := c.parts[1].DType, r1-r0, uint32(1)<<c.bits-1
 	qw, scales, zeros := parts[0], parts[1], parts[2]
+	// A pack is a power of two: a group's words and zero are found by
+	// shifts, not by the divisions that cost a group as much as its table.
+	ps, zw := uint(bits.TrailingZeros64(c.pack)), nr/c.pack
 	zeroAt := func(gi, o uint64) int32 {
-		z := word(zeros, gi*(nr/c.pack)+o/c.pack) >> ((o % c.pack) * c.bits) & mask
+		z := word(zeros, gi*zw+o>>ps) >> ((o & (c.pack - 1)) * c.bits) & mask
 		return int32(z) + c.offset
 	}
+	vector := c.bits == 4 && vals != nil && hasAVX2() // wholeGroups4 can
 	var luts affineLUTs
 	for o := lo / d.Cols; o < nr && o*d.Cols < hi; o++ {
 		row := o * d.Cols
 		c0, c1 := max(lo, row)-row, min(hi-row, d.Cols)
 		if columnOrder && g.group%c.pack == 0 {
 			for gi := c0 / g.group; gi*g.group < c1; gi++ {
-				if n := c.wholeGroups4(&luts, gi, o, nr, max(c0, gi*g.group) == gi*g.group, min((gi+1)*g.group, c1) == (gi+1)*g.group,
-					(c1-gi*g.group)/g.group, g.group/c.pack, vals, steps, row+gi*g.group-lo, qw, scales, zeroAt); n > 0 {
-					gi += n - 1
-					continue
+				if vector { // the call and its arguments would cost the Go loops' every group
+					if n := c.wholeGroups4(&luts, gi, o, nr, max(c0, gi*g.group) == gi*g.group, min((gi+1)*g.group, c1) == (gi+1)*g.group,
+						(c1-gi*g.group)/g.group, g.group/c.pack, vals, steps, row+gi*g.group-lo, qw, scales, zeroAt); n > 0 {
+						gi += n - 1
+						continue
+					}
 				}
 				luts.fill(1<<c.bits, zeroAt(gi, o), floatAt(sd, scales, gi*nr+o), sd, vals != nil, steps != nil)
-				k0, k1 := max(gi*g.group, c0)/c.pack, min((gi+1)*g.group, c1)/c.pack
+				k0, k1 := max(gi*g.group, c0)>>ps, min((gi+1)*g.group, c1)>>ps
 				if c.bits == 4 && k1 > k0 {
 					k0 += unpack4Strided(vals, steps, row+k0*c.pack-lo, qw[4*(k0*nr+o):], 4*nr, k1-k0, &luts)
 					if k1 > k0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/tensorfile"
 )
@@ -144,26 +145,42 @@ func (l *affineLUTs) fill16F16Go(z int32, s float32, steps bool) bool {
 	if as != 0 && (as < minNormal || first >= maxRounded || last >= maxRounded) { // NaN and infinite scales among them
 		return false
 	}
+	// Four codes an iteration: Go does not unroll loops, and a table's
+	// loop overhead is as much as its codes.
 	vals := (*[16]float32)(l.vals[:16])
-	for q := range vals {
-		b := math.Float32bits(float32(int32(q)-z) * s)
-		b += 0xFFF + (b>>13)&1
-		vals[q] = math.Float32frombits(b &^ 0x1FFF)
+	for q := range int32(4) {
+		v := (*[4]float32)(vals[4*q:])
+		c := 4*q - z
+		v[0], v[1] = roundF16Normal(float32(c)*s), roundF16Normal(float32(c+1)*s)
+		v[2], v[3] = roundF16Normal(float32(c+2)*s), roundF16Normal(float32(c+3)*s)
 	}
 	if steps {
 		as, k := absf(s), 2*unitRoundoff(tensorfile.F16)
 		st := (*[16]float32)(l.steps[:16])
-		for q, v := range vals {
-			st[q] = as + k*absf(v)
+		for q := range 4 {
+			v, t := (*[4]float32)(vals[4*q:]), (*[4]float32)(st[4*q:])
+			t[0], t[1], t[2], t[3] = as+k*absf(v[0]), as+k*absf(v[1]), as+k*absf(v[2]), as+k*absf(v[3])
 		}
 	}
 	return true
 }
 
+// roundF16Normal rounds v, whose rounding is a normal F16 or zero, to F16
+// (to nearest, ties to even) the bits' way.
+func roundF16Normal(v float32) float32 {
+	b := math.Float32bits(v)
+	b += 0xFFF + (b>>13)&1
+	return math.Float32frombits(b &^ 0x1FFF)
+}
+
 // unpack4Words writes the codes of n 4-bit words, stride bytes apart from
 // qw, low first, through the tables into vals and steps from at, each
 // unless nil: the Go loop of unpack4Strided, with the tables' pointers
-// and the outputs' bounds hoisted out of the words.
+// and the outputs' bounds hoisted out of the words: once checked here, its
+// loops read and write through pointers, since a word's bounds checks cost
+// Go about as much as its eight codes. They read a little-endian word a
+// byte at a time, two codes a byte (the first in the low nibble): a byte
+// load costs less than the shifts and masks of a word's nibbles.
 func unpack4Words(vals, steps []float32, at uint64, qw []byte, stride, n uint64, l *affineLUTs) {
 	if n == 0 {
 		return
@@ -175,46 +192,35 @@ func unpack4Words(vals, steps []float32, at uint64, qw []byte, stride, n uint64,
 	case vals == nil:
 		unpack4Table(steps[at:at+8*n], qw, stride, n, &l.steps)
 	default:
-		lv, ls := &l.vals, &l.steps
+		lv, ls := (*[16]float32)(l.vals[:16]), (*[16]float32)(l.steps[:16])
 		v, s := vals[at:at+8*n], steps[at:at+8*n]
-		for k := range n {
-			w := binary.LittleEndian.Uint32(qw[k*stride:])
-			o, t := (*[8]float32)(v[8*k:]), (*[8]float32)(s[8*k:])
-			q := w & 0xF
-			o[0] = lv[q]
-			t[0] = ls[q]
-			q = w >> 4 & 0xF
-			o[1] = lv[q]
-			t[1] = ls[q]
-			q = w >> 8 & 0xF
-			o[2] = lv[q]
-			t[2] = ls[q]
-			q = w >> 12 & 0xF
-			o[3] = lv[q]
-			t[3] = ls[q]
-			q = w >> 16 & 0xF
-			o[4] = lv[q]
-			t[4] = ls[q]
-			q = w >> 20 & 0xF
-			o[5] = lv[q]
-			t[5] = ls[q]
-			q = w >> 24 & 0xF
-			o[6] = lv[q]
-			t[6] = ls[q]
-			q = w >> 28
-			o[7] = lv[q]
-			t[7] = ls[q]
+		pw, po, pt := unsafe.Pointer(&qw[0]), unsafe.Pointer(&v[0]), unsafe.Pointer(&s[0])
+		for k := range uintptr(n) { // the bounds above hold every word and output
+			w := (*[4]byte)(unsafe.Add(pw, k*uintptr(stride)))
+			o, t := (*[8]float32)(unsafe.Add(po, 32*k)), (*[8]float32)(unsafe.Add(pt, 32*k))
+			b0, b1, b2, b3 := w[0], w[1], w[2], w[3]
+			o[0], t[0] = lv[b0&0xF], ls[b0&0xF]
+			o[1], t[1] = lv[b0>>4], ls[b0>>4]
+			o[2], t[2] = lv[b1&0xF], ls[b1&0xF]
+			o[3], t[3] = lv[b1>>4], ls[b1>>4]
+			o[4], t[4] = lv[b2&0xF], ls[b2&0xF]
+			o[5], t[5] = lv[b2>>4], ls[b2>>4]
+			o[6], t[6] = lv[b3&0xF], ls[b3&0xF]
+			o[7], t[7] = lv[b3>>4], ls[b3>>4]
 		}
 	}
 }
 
 // unpack4Table is unpack4Words into one output through one table.
-func unpack4Table(out []float32, qw []byte, stride, n uint64, t *[256]float32) {
-	for k := range n {
-		w := binary.LittleEndian.Uint32(qw[k*stride:])
-		o := (*[8]float32)(out[8*k:])
-		o[0], o[1], o[2], o[3] = t[w&0xF], t[w>>4&0xF], t[w>>8&0xF], t[w>>12&0xF]
-		o[4], o[5], o[6], o[7] = t[w>>16&0xF], t[w>>20&0xF], t[w>>24&0xF], t[w>>28]
+func unpack4Table(out []float32, qw []byte, stride, n uint64, table *[256]float32) {
+	t := (*[16]float32)(table[:16])
+	pw, po := unsafe.Pointer(&qw[0]), unsafe.Pointer(&out[0])
+	for k := range uintptr(n) { // the caller's bounds hold every word and output
+		w := (*[4]byte)(unsafe.Add(pw, k*uintptr(stride)))
+		o := (*[8]float32)(unsafe.Add(po, 32*k))
+		b0, b1, b2, b3 := w[0], w[1], w[2], w[3]
+		o[0], o[1], o[2], o[3] = t[b0&0xF], t[b0>>4], t[b1&0xF], t[b1>>4]
+		o[4], o[5], o[6], o[7] = t[b2&0xF], t[b2>>4], t[b3&0xF], t[b3>>4]
 	}
 }
 

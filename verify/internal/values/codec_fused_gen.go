@@ -40,18 +40,176 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+8))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+16))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+24))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+32))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+40))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+48))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+56))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
@@ -61,33 +219,209 @@ func codecLanesBF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLan
 	}
 }
 
-// codecLanesBF16Atol adds the lane statistics and steps (Rtol 0) of n (a
+// codecLanesBF16Atol adds the lane statistics and steps (Rtol 0; with Σp² and Σe²) of n (a
 // multiple of 4) BF16 elements at pp against F32 values at ep with steps
 // at sp.
 func codecLanesBF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	const k2 = (1 + StepMargin) / 2
 	for l := range min(lanes, n) {
-		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
-		atol := st.atol[l]
+		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
+		atolBits := atolOrder(st.atol[l])
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i)))<<16)), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+8))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+16))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+24))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+32))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+40))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+48))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i+56))) << 16))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
+			sP2 += p * p
+			sE2 += e * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
-			if ad > atol {
+			if int64(ab) > atolBits {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
 		}
-		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
+		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
 		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
@@ -127,18 +461,176 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+8))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+16))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+24))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+32))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+40))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+48))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+56))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
@@ -148,34 +640,210 @@ func codecLanesF16(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 	}
 }
 
-// codecLanesF16Atol adds the lane statistics and steps (Rtol 0) of n (a
+// codecLanesF16Atol adds the lane statistics and steps (Rtol 0; with Σp² and Σe²) of n (a
 // multiple of 4) F16 elements at pp against F32 values at ep with steps
 // at sp.
 func codecLanesF16Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	f16 := f16Values()
 	const k2 = (1 + StepMargin) / 2
 	for l := range min(lanes, n) {
-		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
-		atol := st.atol[l]
+		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
+		atolBits := atolOrder(st.atol[l])
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := f16[*(*uint16)(unsafe.Add(pp, 2*i))], float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+8))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+16))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+24))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+32))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+40))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+48))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := f16[*(*uint16)(unsafe.Add(pp, 2*i+56))]
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := f16[*(*uint16)(unsafe.Add(pp, 2*i))]
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
+			sP2 += p * p
+			sE2 += e * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
-			if ad > atol {
+			if int64(ab) > atolBits {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
 		}
-		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
+		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
 		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }
@@ -213,18 +881,176 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 		atol, rtol := st.atol[l], st.rtol[l]
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+16)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+32)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+48)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+64)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+80)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+96)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+112)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if ad > atol+float64(rtol*math.Abs(p)) {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
 			if ad > atol+float64(rtol*math.Abs(p)) {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
@@ -234,33 +1060,209 @@ func codecLanesF32(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLane
 	}
 }
 
-// codecLanesF32Atol adds the lane statistics and steps (Rtol 0) of n (a
+// codecLanesF32Atol adds the lane statistics and steps (Rtol 0; with Σp² and Σe²) of n (a
 // multiple of 4) F32 elements at pp against F32 values at ep with steps
 // at sp.
 func codecLanesF32Atol(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {
 	const k2 = (1 + StepMargin) / 2
 	for l := range min(lanes, n) {
-		sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]
-		atol := st.atol[l]
+		sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]
+		atolBits := atolOrder(st.atol[l])
 		mx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)
 		s2, gate := sl.s2[l], min(sl.trig[l], k2)
-		for i := l; i < n; i += lanes {
-			p, e, s := float64(*(*float32)(unsafe.Add(pp, 4*i))), float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))
+		i := l
+		for ; i+7*lanes < n; i += 8 * lanes {
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+16)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+16)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+16)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+32)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+32)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+32)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+48)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+48)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+48)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+64)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+64)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+64)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+80)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+80)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+80)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+96)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+96)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+96)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+			{
+				p := float64(*(*float32)(unsafe.Add(pp, 4*i+112)))
+				e := float64(*(*float32)(unsafe.Add(ep, 4*i+112)))
+				sPE += p * e
+				sP2 += p * p
+				sE2 += e * e
+				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if int64(ab) > atolBits {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(unsafe.Add(sp, 4*i+112)))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+			}
+		}
+		for ; i < n; i += lanes {
+			p := float64(*(*float32)(unsafe.Add(pp, 4*i)))
+			e := float64(*(*float32)(unsafe.Add(ep, 4*i)))
+			sPE += p * e
+			sP2 += p * p
+			sE2 += e * e
 			d := e - p
-			ad := math.Abs(d)
+			ab := math.Float64bits(d) &^ (1 << 63)
+			ad := math.Float64frombits(ab)
 			sAbs += ad
 			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
-			if ad > atol {
+			if int64(ab) > atolBits {
 				tol++
 			}
-			mx = max(mx, math.Float64bits(ad))
+			mx = max(mx, ab)
+			s := float64(*(*float32)(unsafe.Add(sp, 4*i)))
+			s2 += s * s
 			if !(ad < gate*s) {
 				gate = lookCloser(ad, s, sl, l)
 			}
 		}
-		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
+		st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE
 		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
 	}
 }

@@ -1,6 +1,7 @@
 package values
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/ckptcheck/ckptcheck/safetensors"
@@ -13,18 +14,19 @@ import (
 // (unmasked: fusedSteps.redo counts a chunk with a NaN or an infinity
 // again), and the largest ratio of each lane.
 //
-// Go keeps few floats in registers, so the work is split in two loops that
-// each fit (codec_fused_gen.go, written by ./internal/kernelgen for each
-// published dtype): squares adds Σp² and Σe², four lanes an iteration;
-// the lane loop adds Σ|d|, Σd², Σp·e, Σs², the count outside the
-// tolerance and the largest |d| (as bits: non-negative floats order as
-// their bits do; a chunk with a NaN, whose bits would win, is measured
-// again by the kernel). Like the assembly's gated loop it looks closer only
-// at an element not below gate·s (gate the least of (1+StepMargin)/2 and
-// the lane's trigger, which only grows, so every element outside or that
-// may beat the largest ratio is looked at, and so is one with a NaN, a
-// negative or an infinite step), and divides only where an element may
-// beat the ratio.
+// Go keeps few floats in registers (codec_fused_gen.go, written by
+// ./internal/kernelgen for each published dtype): the lane loop adds Σ|d|,
+// Σd², Σp², Σe², Σp·e, Σs², the count outside the tolerance and the
+// largest |d| (as bits: non-negative floats order as their bits do; a chunk
+// with a NaN, whose bits would win, is measured again by the kernel, its
+// counts too). With a relative tolerance, whose |p| and product take two
+// more floats, Σp² and Σe² are left to the squares loop, four lanes an
+// iteration, and the lane loop adds the rest. Like the assembly's gated
+// loop it looks closer only at an element not below gate·s (gate the least
+// of (1+StepMargin)/2 and the lane's trigger, which only grows, so every
+// element outside or that may beat the largest ratio is looked at, and so
+// is one with a NaN, a negative or an infinite step), and divides only
+// where an element may beat the ratio.
 
 // A goLoop is one of the generated Go loops over n elements.
 type goLoop func(p, e, s unsafe.Pointer, n int, st *laneState, sl *stepLanes)
@@ -49,10 +51,10 @@ func goCodecLoop(p, e safetensors.DType) codecLoop {
 	return func(pb, eb, sb *byte, n int, st *laneState, sl *stepLanes) {
 		n &^= lanes - 1 // as the contract says; the lane loops would take a lane's extra element
 		pp, ep, sp := unsafe.Pointer(pb), unsafe.Pointer(eb), unsafe.Pointer(sb)
-		squares(pp, ep, sp, n, st, sl)
 		if st.rtol == [lanes]float64{} {
 			atolOnly(pp, ep, sp, n, st, sl)
 		} else {
+			squares(pp, ep, sp, n, st, sl)
 			withRtol(pp, ep, sp, n, st, sl)
 		}
 	}
@@ -76,4 +78,17 @@ func lookCloser(ad, s float64, sl *stepLanes, l int) float64 {
 		}
 	}
 	return min(sl.trig[l], k2)
+}
+
+// atolOrder is a as an integer t such that, for every |d| other than a NaN,
+// |d| > a exactly where int64(bits(|d|)) > t: non-negative floats order as
+// their bits do.
+func atolOrder(a float64) int64 {
+	switch {
+	case a >= 0:
+		return int64(math.Float64bits(a) &^ (1 << 63)) // −0 as 0
+	case a < 0:
+		return -1 // every |d| is above
+	}
+	return math.MaxInt64 // a NaN: none is
 }

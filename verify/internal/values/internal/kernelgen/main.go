@@ -179,11 +179,11 @@ func laneLoop(decode string) string {
 `
 }
 
-// declarations writes the Go side of the assembly.
 // codecLoops writes the Go codec loops (see codec_fused_go.go): for each
 // published dtype against decoded F32 values and their steps, the squares
-// loop and the lane loop, the latter with and without a relative
-// tolerance (its |p| and product cost the loop a sixth of its time).
+// loop and the lane loop with a relative tolerance (its |p| and product
+// leave no registers for Σp² and Σe², which the squares loop adds first),
+// and the lane loop without one, which adds Σp² and Σe² itself.
 func codecLoops() []byte {
 	var b strings.Builder
 	b.WriteString(header)
@@ -202,52 +202,13 @@ func codecLoops() []byte {
 		b.WriteString("\te0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]\n")
 		b.WriteString("\tvar p, e float64\n\tfor i := 0; i+lanes <= n; i += lanes {\n")
 		for l := range 4 {
-			at := func(ptr string, size int) string {
-				if l == 0 {
-					return fmt.Sprintf("unsafe.Add(%s, %d*i)", ptr, size)
-				}
-				return fmt.Sprintf("unsafe.Add(%s, %d*i+%d)", ptr, size, size*l)
-			}
-			v := strings.ReplaceAll(value, "unsafe.Add(pp, "+fmt.Sprint(p.size)+"*i)", at("pp", p.size))
-			fmt.Fprintf(&b, "\t\tp, e = %s, float64(*(*float32)(%s))\n", v, at("ep", 4))
+			fmt.Fprintf(&b, "\t\tp, e = %s, float64(*(*float32)(%s))\n", at(value, p.size, l), at("unsafe.Add(ep, 4*i)", 4, l))
 			fmt.Fprintf(&b, "\t\tp%d += p * p\n\t\te%d += e * e\n", l, l)
 		}
 		b.WriteString("\t}\n")
 		b.WriteString("\tst.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}\n}\n")
 		for _, rel := range []bool{true, false} {
-			name, what, tol, rtol := "codecLanes"+p.name, "", "atol+float64(rtol*math.Abs(p))", ", st.rtol[l]"
-			vars := "atol, rtol"
-			if !rel {
-				name, what, tol, rtol, vars = name+"Atol", " (Rtol 0)", "atol", "", "atol"
-			}
-			fmt.Fprintf(&b, "\n// %s adds the lane statistics and steps%s of n (a\n// multiple of 4) %s elements at pp against F32 values at ep with steps\n// at sp.\n", name, what, p.name)
-			fmt.Fprintf(&b, "func %s(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", name)
-			b.WriteString(setup)
-			b.WriteString("\tconst k2 = (1 + StepMargin) / 2\n\tfor l := range min(lanes, n) {\n")
-			b.WriteString("\t\tsAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]\n")
-			fmt.Fprintf(&b, "\t\t%s := st.atol[l]%s\n", vars, rtol)
-			b.WriteString("\t\tmx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)\n\t\ts2, gate := sl.s2[l], min(sl.trig[l], k2)\n")
-			b.WriteString("\t\tfor i := l; i < n; i += lanes {\n")
-			fmt.Fprintf(&b, "\t\t\tp, e, s := %s, float64(*(*float32)(unsafe.Add(ep, 4*i))), float64(*(*float32)(unsafe.Add(sp, 4*i)))\n", value)
-			fmt.Fprintf(&b, `			d := e - p
-			ad := math.Abs(d)
-			sAbs += ad
-			sD2 += float64(d * d)
-			sPE += p * e
-			s2 += s * s
-			if ad > %s {
-				tol++
-			}
-			mx = max(mx, math.Float64bits(ad))
-			if !(ad < gate*s) {
-				gate = lookCloser(ad, s, sl, l)
-			}
-		}
-		st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE
-		st.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2
-	}
-}
-`, tol)
+			codecLanes(&b, p, setup, value, rel)
 		}
 	}
 	src, err := format.Source([]byte(b.String()))
@@ -257,6 +218,73 @@ func codecLoops() []byte {
 	return src
 }
 
+// codecUnroll is how many elements of a lane one iteration of a lane loop
+// takes: Go does not unroll loops, and each iteration ends in moves
+// between registers that its register allocator leaves.
+const codecUnroll = 8
+
+// lanes is the package's: element i of a chunk adds to lane i mod lanes.
+const lanes = 4
+
+// codecLanes writes the lane loop of dtype p, with a relative tolerance
+// or (rel false) without one. An element's statements come in the order
+// that needs the fewest floats at a time, and the test against an
+// absolute tolerance compares bits (see atolOrder), which frees a float
+// register for Σp² and Σe².
+func codecLanes(b *strings.Builder, p dtype, setup, value string, rel bool) {
+	name, what, sums := "codecLanes"+p.name, "", "sAbs, sD2, sPE := st.sum[0][l], st.sum[1][l], st.sum[4][l]"
+	tolerance, outside, squares, store := "atol, rtol := st.atol[l], st.rtol[l]", "ad > atol+float64(rtol*math.Abs(p))", "",
+		"st.sum[0][l], st.sum[1][l], st.sum[4][l] = sAbs, sD2, sPE"
+	if !rel {
+		name, what = name+"Atol", " (Rtol 0; with Σp² and Σe²)"
+		sums = "sAbs, sD2, sP2, sE2, sPE := st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l]"
+		tolerance, outside, squares = "atolBits := atolOrder(st.atol[l])", "int64(ab) > atolBits", "\t\t\t\tsP2 += p * p\n\t\t\t\tsE2 += e * e\n"
+		store = "st.sum[0][l], st.sum[1][l], st.sum[2][l], st.sum[3][l], st.sum[4][l] = sAbs, sD2, sP2, sE2, sPE"
+	}
+	fmt.Fprintf(b, "\n// %s adds the lane statistics and steps%s of n (a\n// multiple of 4) %s elements at pp against F32 values at ep with steps\n// at sp.\n", name, what, p.name)
+	fmt.Fprintf(b, "func %s(pp, ep, sp unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", name)
+	b.WriteString(setup)
+	fmt.Fprintf(b, "\tconst k2 = (1 + StepMargin) / 2\n\tfor l := range min(lanes, n) {\n\t\t%s\n\t\t%s\n", sums, tolerance)
+	b.WriteString("\t\tmx, tol := math.Float64bits(max(st.max[l], 0)), uint64(0)\n\t\ts2, gate := sl.s2[l], min(sl.trig[l], k2)\n")
+	// element is the statements of element i + u·lanes.
+	element := func(u int) string {
+		return fmt.Sprintf(`				p := %s
+				e := float64(*(*float32)(%s))
+				sPE += p * e
+%s				d := e - p
+				ab := math.Float64bits(d) &^ (1 << 63)
+				ad := math.Float64frombits(ab)
+				sAbs += ad
+				sD2 += float64(d * d)
+				if %s {
+					tol++
+				}
+				mx = max(mx, ab)
+				s := float64(*(*float32)(%s))
+				s2 += s * s
+				if !(ad < gate*s) {
+					gate = lookCloser(ad, s, sl, l)
+				}
+`, at(value, p.size, u*lanes), at("unsafe.Add(ep, 4*i)", 4, u*lanes), squares, outside, at("unsafe.Add(sp, 4*i)", 4, u*lanes))
+	}
+	fmt.Fprintf(b, "\t\ti := l\n\t\tfor ; i+%d*lanes < n; i += %d * lanes {\n", codecUnroll-1, codecUnroll)
+	for u := range codecUnroll {
+		fmt.Fprintf(b, "\t\t\t{\n%s\t\t\t}\n", element(u))
+	}
+	fmt.Fprintf(b, "\t\t}\n\t\tfor ; i < n; i += lanes {\n%s\t\t}\n", strings.ReplaceAll(element(0), "\n\t", "\n"))
+	fmt.Fprintf(b, "\t\t%s\n\t\tst.max[l], st.out[l], sl.s2[l] = math.Float64frombits(mx), st.out[l]+tol, s2\n\t}\n}\n", store)
+}
+
+// at is value (an expression of element i, at unsafe.Add(ptr, size*i))
+// for element i + k.
+func at(value string, size, k int) string {
+	if k == 0 {
+		return value
+	}
+	return strings.ReplaceAll(value, fmt.Sprintf("%d*i)", size), fmt.Sprintf("%d*i+%d)", size, size*k))
+}
+
+// declarations writes the Go side of the assembly.
 func declarations() []byte {
 	var b strings.Builder
 	b.WriteString(header)
