@@ -49,11 +49,13 @@ test:
 #              diff-moe, values, values-finetune-bf16, -f32, -f16)
 #   RUNS=n     timed runs per command (default 7, or 3 when slow; 10 with BASE)
 #   TAGS=purego  time the portable value loops (a binary without assembly)
+#   KEEP=dir   write the scenarios' files under dir and leave them there,
+#              for profiling a command by hand
 # With BASE or ONLY the Go benchmarks are skipped.
 bench: build
 	$(if $(BASE)$(ONLY),,$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...)
 	$(if $(BASE)$(ONLY),,$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem -count 1 ./...)
-	$(GO) -C $(TOOLS) run ./benchrun -bin $(abspath $(BIN))$(if $(BASE), -base '$(BASE)')$(if $(ONLY), -only '$(ONLY)')$(if $(RUNS), -runs $(RUNS))
+	$(GO) -C $(TOOLS) run ./benchrun -bin $(abspath $(BIN))$(if $(BASE), -base '$(BASE)')$(if $(ONLY), -only '$(ONLY)')$(if $(RUNS), -runs $(RUNS))$(if $(KEEP), -keep '$(abspath $(KEEP))')
 
 # A short, bounded run of every fuzz target, in both modules.
 fuzz:

@@ -14,9 +14,13 @@
 // the base binary rejects (exit 2, e.g. a flag it does not have) is timed
 // with the new binary only. Baselines are not run.
 //
+// With -keep DIR (make bench KEEP=DIR) the scenarios write their files
+// under DIR/<scenario ID> and leave them there, for profiling a command by
+// hand; files already there are written again.
+//
 // Usage:
 //
-//	go -C tools run ./benchrun -bin ../bin/ckptcheck [-runs N] [-only ID,ID] [-small]
+//	go -C tools run ./benchrun -bin ../bin/ckptcheck [-runs N] [-only ID,ID] [-small] [-keep DIR]
 //	go -C tools run ./benchrun -bin ../bin/ckptcheck -base HEAD~3 [-runs N] [-only ID]
 //	go -C tools run ./benchrun -bin ../bin/ckptcheck -base-bin /tmp/ckptcheck-old
 //	benchrun nlp-validate DIR    (a baseline: parse DIR's shards with nlpodyssey/safetensors)
@@ -60,6 +64,7 @@ type options struct {
 	runs    int    // 0: the default
 	only    []string
 	small   bool
+	keep    string // the folder to write the files in and leave them, or ""
 }
 
 func main() {
@@ -92,6 +97,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 0, "timed runs per command after one warm-up (default 7, 3 when a run takes over 3 s; with a base, 10 of each binary)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose ID contains one of these comma-separated words")
 	flag.BoolVar(&o.small, "small", false, "write the value scenarios' files for a 7.6 MB model: a check that the runner works, not a measurement")
+	flag.StringVar(&o.keep, "keep", "", "write the scenarios' files under this folder and leave them there (for profiling), instead of a temporary folder")
 	flag.Parse()
 	if flag.NArg() > 0 || o.runs < 0 || (o.base != "" && o.baseBin != "") {
 		fmt.Fprintln(os.Stderr, "usage: benchrun [-bin PATH] [-base REV | -base-bin PATH] [-runs N] [-only ID,ID] [-small]")
@@ -120,21 +126,23 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	scratch, err := os.MkdirTemp("", "ckptcheck-bench-")
+	scratch, err := scratchDir(o.keep)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
 	tempDir = scratch
-	// Interrupted, or output to a closed pipe (| head), remove the
-	// gigabytes written so far.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
-	go func() {
-		<-sigs
-		os.RemoveAll(scratch)
-		os.Exit(130)
-	}()
+	if o.keep == "" {
+		defer os.RemoveAll(scratch)
+		// Interrupted, or output to a closed pipe (| head), remove the
+		// gigabytes written so far.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+		go func() {
+			<-sigs
+			os.RemoveAll(scratch)
+			os.Exit(130)
+		}()
+	}
 
 	versus := o.base != "" || o.baseBin != ""
 	e := env{bin: bin, self: self, dense: fixture.Qwen3Dense06B, denseName: "Qwen3-0.6B",
@@ -208,12 +216,26 @@ func run(o options) error {
 		if sc.teardown != nil {
 			sc.teardown()
 		}
-		os.RemoveAll(dir)
+		if o.keep == "" {
+			os.RemoveAll(dir)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.id, err)
 		}
 	}
 	return nil
+}
+
+// scratchDir is the folder the scenarios write in: keep (made if need be,
+// as an absolute path, since commands run elsewhere), or a new temporary one.
+func scratchDir(keep string) (string, error) {
+	if keep == "" {
+		return os.MkdirTemp("", "ckptcheck-bench-")
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Abs(keep)
 }
 
 // baselineScenario times sc's commands and baselines and prints their
