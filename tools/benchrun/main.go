@@ -100,7 +100,7 @@ func main() {
 	flag.StringVar(&o.keep, "keep", "", "write the scenarios' files under this folder and leave them there (for profiling), instead of a temporary folder")
 	flag.Parse()
 	if flag.NArg() > 0 || o.runs < 0 || (o.base != "" && o.baseBin != "") {
-		fmt.Fprintln(os.Stderr, "usage: benchrun [-bin PATH] [-base REV | -base-bin PATH] [-runs N] [-only ID,ID] [-small]")
+		fmt.Fprintln(os.Stderr, "usage: benchrun [-bin PATH] [-base REV | -base-bin PATH] [-runs N] [-only ID,ID] [-small] [-keep DIR]")
 		os.Exit(2)
 	}
 	for w := range strings.SplitSeq(only, ",") {
