@@ -14,7 +14,7 @@ import (
 // (unmasked: fusedSteps.redo counts a chunk with a NaN or an infinity
 // again), and the largest ratio of each lane.
 //
-// Go keeps few floats in registers (codec_fused_gen.go, written by
+// Go keeps few floats in registers (codec_fused_gen_*.go, written by
 // ./internal/kernelgen for each published dtype): the lane loop adds Σ|d|,
 // Σd², Σp², Σe², Σp·e, Σs², the count outside the tolerance and the
 // largest |d| (as bits: non-negative floats order as their bits do; a chunk

@@ -308,8 +308,9 @@ func TestVectorKernelsPresent(t *testing.T) {
 	}
 }
 
-// TestGeneratedKernelsUpToDate: kernels_gen.go, kernels_gen_amd64.go and
-// kernels_amd64.s are what ./internal/kernelgen writes.
+// TestGeneratedKernelsUpToDate: kernels_gen.go, kernels_gen_amd64.go,
+// kernels_amd64.s and the codec_fused_gen_*.go loops are what
+// ./internal/kernelgen writes.
 func TestGeneratedKernelsUpToDate(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {

@@ -2,7 +2,9 @@
 // of the dtypes fine-tunes are published and exported in (BF16, F16, F32),
 // a portable Go loop (kernels_gen.go) and an AVX2 loop in Go assembly
 // (kernels_amd64.s, with its declarations in kernels_gen_amd64.go), plus
-// both over decoded float64 values for every other pair. The loops differ
+// both over decoded float64 values for every other pair; and the Go codec
+// loops of each published dtype against decoded F32 values and their steps
+// (codec_fused_gen_bf16.go, _f16.go, _f32.go). The loops differ
 // only in how they load and decode an element, so they are written once
 // here; `go generate ./verify/internal/values` runs it, and a test checks
 // that the files are up to date.
@@ -66,10 +68,15 @@ func main() {
 		"kernels_gen.go":       portable(),
 		"kernels_gen_amd64.go": declarations(),
 		"kernels_amd64.s":      assembly(),
-		"codec_fused_gen.go":   codecLoops(),
+	}
+	names := []string{"kernels_gen.go", "kernels_gen_amd64.go", "kernels_amd64.s"}
+	for _, p := range dtypes { // a file each: the three together are past 1,200 lines
+		name := "codec_fused_gen_" + strings.ToLower(p.name) + ".go"
+		files[name] = codecLoops(p)
+		names = append(names, name)
 	}
 	stale := false
-	for _, name := range []string{"kernels_gen.go", "kernels_gen_amd64.go", "kernels_amd64.s", "codec_fused_gen.go"} {
+	for _, name := range names {
 		if *check {
 			old, err := os.ReadFile(name)
 			if err != nil {
@@ -179,37 +186,35 @@ func laneLoop(decode string) string {
 `
 }
 
-// codecLoops writes the Go codec loops (see codec_fused_go.go): for each
-// published dtype against decoded F32 values and their steps, the squares
+// codecLoops writes the Go codec loops (see codec_fused_go.go) of one
+// published dtype against decoded F32 values and their steps: the squares
 // loop and the lane loop with a relative tolerance (its |p| and product
 // leave no registers for Σp² and Σe², which the squares loop adds first),
 // and the lane loop without one, which adds Σp² and Σe² itself.
-func codecLoops() []byte {
+func codecLoops(p dtype) []byte {
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteString("package values\n\nimport (\n\t\"math\"\n\t\"unsafe\"\n)\n")
-	for _, p := range dtypes {
-		setup, value := p.setup, strings.ReplaceAll(p.value, "%s", "*(*"+p.raw+")(unsafe.Add(pp, "+fmt.Sprint(p.size)+"*i))")
-		if p.name == "BF16" { // a shift costs less than the table's cache lines
-			value, setup = "float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))", ""
-		}
-		fmt.Fprintf(&b, "\n// squares%s adds Σp² and Σe² of n (a multiple of 4) %s elements at pp\n// and F32 values at ep, four lanes an iteration.\n", p.name, p.name)
-		fmt.Fprintf(&b, "func squares%s(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", p.name)
-		b.WriteString(setup)
-		// Go does not unroll loops: the four lanes are written out, so
-		// that their twelve sums stay in registers.
-		b.WriteString("\tp0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]\n")
-		b.WriteString("\te0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]\n")
-		b.WriteString("\tvar p, e float64\n\tfor i := 0; i+lanes <= n; i += lanes {\n")
-		for l := range 4 {
-			fmt.Fprintf(&b, "\t\tp, e = %s, float64(*(*float32)(%s))\n", at(value, p.size, l), at("unsafe.Add(ep, 4*i)", 4, l))
-			fmt.Fprintf(&b, "\t\tp%d += p * p\n\t\te%d += e * e\n", l, l)
-		}
-		b.WriteString("\t}\n")
-		b.WriteString("\tst.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}\n}\n")
-		for _, rel := range []bool{true, false} {
-			codecLanes(&b, p, setup, value, rel)
-		}
+	setup, value := p.setup, strings.ReplaceAll(p.value, "%s", "*(*"+p.raw+")(unsafe.Add(pp, "+fmt.Sprint(p.size)+"*i))")
+	if p.name == "BF16" { // a shift costs less than the table's cache lines
+		value, setup = "float64(math.Float32frombits(uint32(*(*uint16)(unsafe.Add(pp, 2*i))) << 16))", ""
+	}
+	fmt.Fprintf(&b, "\n// squares%s adds Σp² and Σe² of n (a multiple of 4) %s elements at pp\n// and F32 values at ep, four lanes an iteration.\n", p.name, p.name)
+	fmt.Fprintf(&b, "func squares%s(pp, ep, _ unsafe.Pointer, n int, st *laneState, sl *stepLanes) {\n", p.name)
+	b.WriteString(setup)
+	// Go does not unroll loops: the four lanes are written out, so
+	// that their twelve sums stay in registers.
+	b.WriteString("\tp0, p1, p2, p3 := st.sum[2][0], st.sum[2][1], st.sum[2][2], st.sum[2][3]\n")
+	b.WriteString("\te0, e1, e2, e3 := st.sum[3][0], st.sum[3][1], st.sum[3][2], st.sum[3][3]\n")
+	b.WriteString("\tvar p, e float64\n\tfor i := 0; i+lanes <= n; i += lanes {\n")
+	for l := range 4 {
+		fmt.Fprintf(&b, "\t\tp, e = %s, float64(*(*float32)(%s))\n", at(value, p.size, l), at("unsafe.Add(ep, 4*i)", 4, l))
+		fmt.Fprintf(&b, "\t\tp%d += p * p\n\t\te%d += e * e\n", l, l)
+	}
+	b.WriteString("\t}\n")
+	b.WriteString("\tst.sum[2], st.sum[3] = [lanes]float64{p0, p1, p2, p3}, [lanes]float64{e0, e1, e2, e3}\n}\n")
+	for _, rel := range []bool{true, false} {
+		codecLanes(&b, p, setup, value, rel)
 	}
 	src, err := format.Source([]byte(b.String()))
 	if err != nil {
