@@ -175,6 +175,9 @@ func (c *PackQuantized) decodeRange(d Dims, r0, r1 uint64, parts [][]byte, lo, h
 	if err := checkOutputs(c, spans, parts, vals, steps, hi-lo); err != nil {
 		return err
 	}
+	if lo == hi { // nothing to write; with no columns, the loop would divide by zero
+		return nil
+	}
 	g, _ := c.geometry(d)
 	columnOrder := true
 	var gidx []byte
